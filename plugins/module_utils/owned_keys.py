@@ -1,0 +1,178 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""The glance-api.conf keys the operator owns, who owns them and what overriding them does.
+
+``spec.extraConfig`` wins over everything the operator renders, so a user can set any key.
+Most owned keys are *reported*: the override is honoured and surfaced in the
+``ExtraConfigHealthy`` condition. A few are *rejected* by admission, because an override
+would silently defeat a typed field (a password in a ConfigMap, an import filter that the
+typed ``spec.importFiltering`` claims to enforce, a cache the sidecar does not manage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OwnedKey:
+    section: str
+    key: str
+    owner: str
+    impact: str
+    rejected: bool = False
+
+
+def _keys(section: str, keys: tuple[str, ...], owner: str, impact: str, rejected: bool = False):
+    return [OwnedKey(section, k, owner, impact, rejected) for k in keys]
+
+
+_FILTER_KEYS = (
+    "allowed_schemes",
+    "disallowed_schemes",
+    "allowed_hosts",
+    "disallowed_hosts",
+    "allowed_ports",
+    "disallowed_ports",
+)
+
+OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
+    [
+        OwnedKey(
+            "DEFAULT",
+            "enabled_backends",
+            "GlanceBackend resources",
+            "must agree with the projected backends Secret",
+        ),
+        OwnedKey(
+            "DEFAULT",
+            "enabled_import_methods",
+            "the operator",
+            "glance-direct needs a staging area shared by every replica",
+        ),
+        OwnedKey("DEFAULT", "use_stderr", "the operator", "pod logs are read from stderr"),
+        OwnedKey("DEFAULT", "debug", "spec.logging.debug", "overrides spec.logging.debug"),
+        OwnedKey("DEFAULT", "workers", "the operator", "uWSGI processes are set by spec.apiServer.uwsgi"),
+        OwnedKey(
+            "DEFAULT",
+            "default_log_levels",
+            "spec.logging.perLoggerLevels",
+            "overrides spec.logging.perLoggerLevels",
+        ),
+        OwnedKey(
+            "DEFAULT",
+            "log_config_append",
+            "spec.logging.format",
+            "overrides the json logging configuration",
+        ),
+        *_keys(
+            "DEFAULT",
+            ("image_cache_dir", "image_cache_driver", "image_cache_max_size"),
+            "spec.imageCache",
+            "the cache volume, its bound and the pruning sidecar are derived from spec.imageCache",
+            rejected=True,
+        ),
+        *_keys(
+            "database",
+            ("max_retries", "connection_recycle_time"),
+            "the operator",
+            "tuned for a database that restarts under the API",
+        ),
+        OwnedKey(
+            "database",
+            "connection",
+            "spec.database",
+            "the env override OS_DATABASE__CONNECTION wins",
+        ),
+        *_keys(
+            "keystone_authtoken",
+            ("auth_type", "auth_url", "www_authenticate_uri"),
+            "spec.keystoneEndpoint",
+            "token validation and the 401 challenge follow spec.keystoneEndpoint",
+        ),
+        *_keys(
+            "keystone_authtoken",
+            ("username", "project_name", "project_domain_name", "user_domain_name"),
+            "spec.serviceUser",
+            "the service user must match the credentials in spec.serviceUser.secretRef",
+        ),
+        OwnedKey("keystone_authtoken", "region_name", "spec.region", "overrides spec.region"),
+        OwnedKey(
+            "keystone_authtoken", "memcached_servers", "spec.cache", "overrides spec.cache"
+        ),
+        OwnedKey(
+            "keystone_authtoken",
+            "password",
+            "spec.serviceUser.secretRef",
+            "a password in extraConfig would be stored in a ConfigMap in clear text",
+            rejected=True,
+        ),
+        OwnedKey(
+            "glance_store",
+            "default_backend",
+            "the isDefault GlanceBackend",
+            "must name the backend marked isDefault",
+        ),
+        *[
+            OwnedKey(
+                store,
+                "filesystem_store_datadir",
+                "the operator",
+                "must be the mounted staging volume",
+            )
+            for store in ("os_glance_staging_store", "os_glance_tasks_store")
+        ],
+        *_keys(
+            "paste_deploy",
+            ("flavor", "config_file"),
+            "the operator",
+            "the paste pipeline carries the healthcheck the probes use",
+        ),
+        OwnedKey(
+            "oslo_policy", "policy_file", "spec.policyOverrides", "overrides spec.policyOverrides"
+        ),
+        *_keys(
+            "import_filtering_opts",
+            _FILTER_KEYS,
+            "spec.importFiltering",
+            "the web-download filter would no longer be what spec.importFiltering says",
+            rejected=True,
+        ),
+        OwnedKey(
+            "image_import_opts",
+            "image_import_plugins",
+            "spec.importPlugins",
+            "the plugin order and its sections are derived from spec.importPlugins",
+            rejected=True,
+        ),
+        OwnedKey(
+            "image_conversion",
+            "output_format",
+            "spec.importPlugins",
+            "set spec.importPlugins.conversion.outputFormat instead",
+            rejected=True,
+        ),
+        *_keys(
+            "inject_metadata_properties",
+            ("inject", "ignore_user_roles"),
+            "spec.importPlugins",
+            "set spec.importPlugins.injectMetadata instead",
+            rejected=True,
+        ),
+    ]
+)
+
+_BY_NAME = {(k.section, k.key): k for k in OWNED_KEYS}
+
+
+def owned_key(section: str, key: str) -> OwnedKey | None:
+    """The registry entry of ``[section] key``, or None when the operator does not own it."""
+    return _BY_NAME.get((section, key))
+
+
+def rejected_override_message(entry: OwnedKey) -> str:
+    """The admission message for a rejected owned key."""
+    return (
+        f"{entry.key} is managed via {entry.owner} and must not be set in extraConfig "
+        f"({entry.impact})"
+    )
