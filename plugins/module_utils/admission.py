@@ -27,9 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils import cel_validation
+from ansible_collections.c5c3.glance.plugins.module_utils import cel_validation, openapi_schema
 from ansible_collections.c5c3.glance.plugins.module_utils import field_errors as fe
-from ansible_collections.c5c3.glance.plugins.module_utils import openapi_schema
 from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
     AdmissionContext,
     default_glance,
@@ -50,7 +49,9 @@ _WEBHOOKS = {
     "GlanceBackend": (default_glancebackend, validate_glancebackend),
 }
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -114,7 +115,9 @@ def check_metadata(obj: Mapping[str, Any]) -> list[fe.FieldError]:
     errors = []
     name = meta.get("name")
     if not name:
-        errors.append(fe.required("metadata.name", "name or generateName is required", fe.ORIGIN_SCHEMA))
+        errors.append(
+            fe.required("metadata.name", "name or generateName is required", fe.ORIGIN_SCHEMA)
+        )
     elif len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
         detail = "must be no more than 253 characters" if len(name) > 253 else _SUBDOMAIN_MESSAGE
         errors.append(fe.invalid("metadata.name", fe.truncate(name), detail, fe.ORIGIN_SCHEMA))
@@ -132,7 +135,9 @@ def _check_type(crd: Mapping[str, Any], obj: Mapping[str, Any]) -> list[fe.Field
         errors.append(fe.not_supported("kind", obj.get("kind"), [names["kind"]], fe.ORIGIN_SCHEMA))
     served = [f"{group}/{v['name']}" for v in crd["spec"]["versions"] if v.get("served")]
     if obj.get("apiVersion") not in served:
-        errors.append(fe.not_supported("apiVersion", obj.get("apiVersion"), served, fe.ORIGIN_SCHEMA))
+        errors.append(
+            fe.not_supported("apiVersion", obj.get("apiVersion"), served, fe.ORIGIN_SCHEMA)
+        )
     return errors
 
 

@@ -27,8 +27,8 @@ from celpy import celtypes
 from ansible_collections.c5c3.glance.plugins.module_utils import field_errors as fe
 from ansible_collections.c5c3.glance.plugins.module_utils.openapi_schema import (
     additional_of,
-    properties_of,
     list_map_key,
+    properties_of,
 )
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
@@ -158,6 +158,6 @@ def _message(rule: dict[str, Any], value: Any, old: Any) -> str:
             text = str(evaluate(expression, value, old))
             if text.strip():
                 return text
-        except Exception:  # noqa: BLE001 - the API server falls back to the static message
+        except Exception:
             pass
     return rule.get("message") or f"failed rule: {rule['rule']}"

@@ -57,7 +57,7 @@ def go_quote(value: str) -> str:
 def format_value(value: Any) -> str:
     """Render a bad value the way ``field.Error`` prints it."""
     if value is None:
-        return "null"
+        return '"null"'  # Go prints a nil bad value as the string "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

@@ -173,7 +173,9 @@ def check_replicas(spec, ctx, meta) -> Iterable[fe.FieldError]:
 def check_image(spec, ctx, meta) -> Iterable[fe.FieldError]:
     image = spec.get("image") or {}
     if bool(image.get("tag")) == bool(image.get("digest")):
-        yield fe.invalid("spec.image", "object", "exactly one of image.tag or image.digest must be set")
+        yield fe.invalid(
+            "spec.image", "object", "exactly one of image.tag or image.digest must be set"
+        )
 
 
 def check_cache(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -234,7 +236,9 @@ def check_termination(spec, ctx, meta) -> Iterable[fe.FieldError]:
     grace = deployment.get("terminationGracePeriodSeconds")
     prestop = deployment.get("preStopSleepSeconds")
     if grace is not None and grace < 10:
-        yield fe.invalid("spec.deployment.terminationGracePeriodSeconds", grace, "must be at least 10")
+        yield fe.invalid(
+            "spec.deployment.terminationGracePeriodSeconds", grace, "must be at least 10"
+        )
     if prestop is not None and prestop < 0:
         yield fe.invalid("spec.deployment.preStopSleepSeconds", prestop, "must be at least 0")
     eff_grace, eff_prestop = effective_grace(spec), effective_prestop(spec)
@@ -323,8 +327,14 @@ def check_import_filtering(spec, ctx, meta) -> Iterable[fe.FieldError]:
                 f"{allow} and {deny} are mutually exclusive: glance ignores the deny-list when "
                 "the allow-list is non-empty",
             )
-    for name in ("allowedSchemes", "disallowedSchemes", "allowedHosts", "disallowedHosts",
-                 "allowedPorts", "disallowedPorts"):
+    for name in (
+        "allowedSchemes",
+        "disallowedSchemes",
+        "allowedHosts",
+        "disallowedHosts",
+        "allowedPorts",
+        "disallowedPorts",
+    ):
         items = filtering.get(name) or []
         here = f"{path}.{name}"
         if len(items) > FILTER_LIST_MAX:
@@ -344,7 +354,9 @@ def _check_filter_item(name: str, path: str, item: Any) -> Iterable[fe.FieldErro
         elif len(item) > HOST_MAX:
             yield fe.too_long(path, HOST_MAX)
         if _has_control(item):
-            yield fe.invalid(path, _echo(item), "host must not contain a newline or carriage return")
+            yield fe.invalid(
+                path, _echo(item), "host must not contain a newline or carriage return"
+            )
 
 
 def check_import_plugins(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -426,7 +438,9 @@ def check_db_purge(spec, ctx, meta) -> Iterable[fe.FieldError]:
         try:
             parse_standard(schedule)
         except ValueError as exc:
-            yield fe.invalid("spec.dbPurge.schedule", _echo(schedule), f"invalid cron expression: {exc}")
+            yield fe.invalid(
+                "spec.dbPurge.schedule", _echo(schedule), f"invalid cron expression: {exc}"
+            )
 
 
 def check_volumes(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -481,7 +495,9 @@ def check_extra_config_shape(spec, ctx, meta) -> Iterable[fe.FieldError]:
             yield fe.invalid(path, section, "extraConfig section name must not be empty")
         elif _has_control(section):
             yield fe.invalid(
-                here, _echo(section), "extraConfig section name must not contain a newline or carriage return"
+                here,
+                _echo(section),
+                "extraConfig section name must not contain a newline or carriage return",
             )
         for key, value in sorted((spec["extraConfig"][section] or {}).items()):
             if not key:
@@ -501,7 +517,8 @@ def check_extra_config_owned(spec, ctx, meta) -> Iterable[fe.FieldError]:
             entry = owned_key(section, key)
             if entry is not None and entry.rejected:
                 yield fe.forbidden(
-                    fe.key(fe.key("spec.extraConfig", section), key), rejected_override_message(entry)
+                    fe.key(fe.key("spec.extraConfig", section), key),
+                    rejected_override_message(entry),
                 )
 
 
@@ -513,12 +530,16 @@ def check_resources(spec, ctx, meta) -> Iterable[fe.FieldError]:
             continue
         path = fe.key("spec.deployment.resources.requests", name)
         request, error = _quantity(path, requests[name])
-        limit, limit_error = _quantity(fe.key("spec.deployment.resources.limits", name), limits[name])
+        limit, limit_error = _quantity(
+            fe.key("spec.deployment.resources.limits", name), limits[name]
+        )
         if error or limit_error:
             yield from (e for e in (error, limit_error) if e)
         elif request > limit:
             yield fe.invalid(
-                path, str(requests[name]), f"must be less than or equal to {name} limit of {limits[name]}"
+                path,
+                str(requests[name]),
+                f"must be less than or equal to {name} limit of {limits[name]}",
             )
 
 

@@ -101,7 +101,6 @@ def warning_lines(verdicts: Iterable[Verdict]) -> list[str]:
     return [f"{v.kind} {v.name}: warning: {w}" for v in verdicts for w in v.warnings]
 
 
-
 def describe(found: InputSet, verdicts: Iterable[Verdict]) -> list[str]:
     """A short human summary of what a judged input describes."""
     verdicts = list(verdicts)
@@ -147,7 +146,9 @@ def describe(found: InputSet, verdicts: Iterable[Verdict]) -> list[str]:
             f"{s3.get('host', '?')} bucket {s3.get('bucket', '?')}, "
             f"attached to {(b_spec.get('glanceRef') or {}).get('name', '?')}"
         )
-    lines.append(f"  secrets: {', '.join(sorted(s['metadata']['name'] for s in found.secrets)) or 'none'}")
+    lines.append(
+        f"  secrets: {', '.join(sorted(s['metadata']['name'] for s in found.secrets)) or 'none'}"
+    )
     accepted = sum(1 for v in verdicts if v.allowed)
     lines.append(f"  verdict: {accepted} of {len(verdicts)} custom resources accepted")
     return lines

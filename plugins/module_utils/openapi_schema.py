@@ -120,7 +120,9 @@ def _unknown(schema: dict[str, Any], obj: Any, path: str, out: list, root: bool 
 
 def _unknown_meta(meta: Any, path: str, out: list) -> None:
     if isinstance(meta, dict):
-        out.extend(fe.unknown_field(fe.child(path, k)) for k in sorted(meta) if k not in OBJECT_META_FIELDS)
+        out.extend(
+            fe.unknown_field(fe.child(path, k)) for k in sorted(meta) if k not in OBJECT_META_FIELDS
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,7 +223,9 @@ def _validate_value(schema: dict[str, Any], value: Any, path: str, out: list) ->
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema:
             if schema.get("exclusiveMinimum") and value <= schema["minimum"]:
-                out.append(_schema_error(path, value, f"should be greater than {schema['minimum']}"))
+                out.append(
+                    _schema_error(path, value, f"should be greater than {schema['minimum']}")
+                )
             elif value < schema["minimum"]:
                 detail = f"should be greater than or equal to {schema['minimum']}"
                 out.append(_schema_error(path, value, detail))
@@ -232,7 +236,9 @@ def _validate_value(schema: dict[str, Any], value: Any, path: str, out: list) ->
                 detail = f"should be less than or equal to {schema['maximum']}"
                 out.append(_schema_error(path, value, detail))
         if "multipleOf" in schema and value % schema["multipleOf"]:
-            out.append(_schema_error(path, value, f"should be a multiple of {schema['multipleOf']}"))
+            out.append(
+                _schema_error(path, value, f"should be a multiple of {schema['multipleOf']}")
+            )
 
 
 def _validate_combinator(kind: str, branches: Any, value: Any, path: str, out: list) -> None:

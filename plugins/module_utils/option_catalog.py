@@ -52,9 +52,7 @@ def deprecation_warning(path: str, entry: Mapping[str, Any]) -> str | None:
     """The warning a deprecated option earns, naming its replacement when it has one."""
     alias = entry.get("deprecated_alias_of")
     if alias:
-        return (
-            f"{path}: option is deprecated; use [{alias['section']}] {alias['option']} instead"
-        )
+        return f"{path}: option is deprecated; use [{alias['section']}] {alias['option']} instead"
     if entry.get("deprecated_for_removal"):
         reason = entry.get("deprecated_reason")
         tail = f": {' '.join(str(reason).split())}" if reason else ""

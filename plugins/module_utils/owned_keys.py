@@ -52,7 +52,9 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
         ),
         OwnedKey("DEFAULT", "use_stderr", "the operator", "pod logs are read from stderr"),
         OwnedKey("DEFAULT", "debug", "spec.logging.debug", "overrides spec.logging.debug"),
-        OwnedKey("DEFAULT", "workers", "the operator", "uWSGI processes are set by spec.apiServer.uwsgi"),
+        OwnedKey(
+            "DEFAULT", "workers", "the operator", "uWSGI processes are set by spec.apiServer.uwsgi"
+        ),
         OwnedKey(
             "DEFAULT",
             "default_log_levels",
@@ -97,9 +99,7 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
             "the service user must match the credentials in spec.serviceUser.secretRef",
         ),
         OwnedKey("keystone_authtoken", "region_name", "spec.region", "overrides spec.region"),
-        OwnedKey(
-            "keystone_authtoken", "memcached_servers", "spec.cache", "overrides spec.cache"
-        ),
+        OwnedKey("keystone_authtoken", "memcached_servers", "spec.cache", "overrides spec.cache"),
         OwnedKey(
             "keystone_authtoken",
             "password",

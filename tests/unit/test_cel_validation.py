@@ -27,13 +27,19 @@ SCHEMA = {
             "type": "array",
             "items": {
                 "type": "string",
-                "x-kubernetes-validations": [{"rule": "!self.contains('\\n')", "message": "no newline"}],
+                "x-kubernetes-validations": [
+                    {"rule": "!self.contains('\\n')", "message": "no newline"}
+                ],
             },
         },
         "options": {
             "type": "object",
             "x-kubernetes-validations": [
-                {"rule": "self.all(k, size(k) <= 3)", "message": "keys are short", "fieldPath": ".keys"}
+                {
+                    "rule": "self.all(k, size(k) <= 3)",
+                    "message": "keys are short",
+                    "fieldPath": ".keys",
+                }
             ],
             "additionalProperties": {"type": "string"},
         },
@@ -55,7 +61,9 @@ SCHEMA = {
             "x-kubernetes-list-map-keys": ["name"],
             "items": {
                 "type": "object",
-                "x-kubernetes-validations": [{"rule": "self.kind == oldSelf.kind", "message": "kind is immutable"}],
+                "x-kubernetes-validations": [
+                    {"rule": "self.kind == oldSelf.kind", "message": "kind is immutable"}
+                ],
                 "properties": {"name": {"type": "string"}, "kind": {"type": "string"}},
             },
         },
@@ -72,15 +80,31 @@ def run(obj, old=cel._ABSENT):
     [
         ({"image": {"tag": "1"}}, []),
         ({"image": {"digest": "sha256:x"}}, []),
-        ({"image": {"tag": "1", "digest": "sha256:x"}}, ['spec.image: Invalid value: "object": exactly one of image.tag or image.digest must be set']),
-        ({"image": {}}, ['spec.image: Invalid value: "object": exactly one of image.tag or image.digest must be set']),
+        (
+            {"image": {"tag": "1", "digest": "sha256:x"}},
+            [
+                'spec.image: Invalid value: "object": exactly one of image.tag or image.digest must be set'
+            ],
+        ),
+        (
+            {"image": {}},
+            [
+                'spec.image: Invalid value: "object": exactly one of image.tag or image.digest must be set'
+            ],
+        ),
         ({}, []),  # a rule runs only where its node is present
         ({"servers": ["a", "b\nc"]}, ['spec.servers[1]: Invalid value: "string": no newline']),
         ({"options": {"abc": "1"}}, []),
-        ({"options": {"abcd": "1"}}, ['spec.options.keys: Invalid value: "object": keys are short']),
+        (
+            {"options": {"abcd": "1"}},
+            ['spec.options.keys: Invalid value: "object": keys are short'],
+        ),
         ({"limits": {"low": 1, "high": 2}}, []),
         ({"limits": {"low": 3, "high": 2}}, ["spec.limits: Forbidden: low 3 exceeds high 2"]),
-        ({"limits": {"high": 0}}, ['spec.limits: Invalid value: "object": failed rule: self.high > 0']),
+        (
+            {"limits": {"high": 0}},
+            ['spec.limits: Invalid value: "object": failed rule: self.high > 0'],
+        ),
     ],
 )
 def test_rule_passes_or_fails_with_its_message_on_its_path(obj, expected):
@@ -115,4 +139,12 @@ def test_a_rule_that_does_not_compile_is_a_defect_of_the_crd():
 
 def test_iter_rules_lists_every_rule_with_its_path():
     paths = [p for p, _ in cel.iter_rules(SCHEMA, "spec")]
-    assert paths == ["spec", "spec.image", "spec.servers[*]", "spec.options", "spec.limits", "spec.limits", "spec.plugins[*]"]
+    assert paths == [
+        "spec",
+        "spec.image",
+        "spec.servers[*]",
+        "spec.options",
+        "spec.limits",
+        "spec.limits",
+        "spec.plugins[*]",
+    ]

@@ -28,7 +28,12 @@ SCHEMA = {
                 "format": {"type": "string", "enum": ["text", "json"], "default": "text"},
                 "enabled": {"type": "boolean"},
                 "size": QUANTITY,
-                "hosts": {"type": "array", "maxItems": 2, "minItems": 1, "items": {"type": "string"}},
+                "hosts": {
+                    "type": "array",
+                    "maxItems": 2,
+                    "minItems": 1,
+                    "items": {"type": "string"},
+                },
                 "labels": {
                     "type": "object",
                     "maxProperties": 2,
@@ -45,7 +50,11 @@ SCHEMA = {
                         "properties": {"section": {"type": "string"}, "extra": {"type": "string"}},
                     },
                 },
-                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                "tags": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "items": {"type": "string"},
+                },
                 "logging": {
                     "type": "object",
                     "properties": {
@@ -68,29 +77,110 @@ def messages(errors):
     ("spec", "expected"),
     [
         ({"release": "2026.2"}, []),
-        ({"release": "2026.3"}, [r"""spec.release: Invalid value: "2026.3": spec.release in body should match '^\d{4}\.[12]$'"""]),
+        (
+            {"release": "2026.3"},
+            [
+                r"""spec.release: Invalid value: "2026.3": spec.release in body should match '^\d{4}\.[12]$'"""
+            ],
+        ),
         ({}, ["spec.release: Required value"]),
-        ({"release": "2026.1", "replicas": 0}, ["spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"]),
-        ({"release": "2026.1", "port": 65536}, ["spec.port: Invalid value: 65536: spec.port in body should be less than or equal to 65535"]),
-        ({"release": "2026.1", "replicas": "3"}, ['spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"']),
-        ({"release": "2026.1", "enabled": 1}, ['spec.enabled: Invalid value: "integer": spec.enabled in body must be of type boolean: "integer"']),
-        ({"release": "2026.1", "replicas": True}, ['spec.replicas: Invalid value: "boolean": spec.replicas in body must be of type integer: "boolean"']),
-        ({"release": "2026.1", "format": "xml"}, ['spec.format: Unsupported value: "xml": supported values: "text", "json"']),
-        ({"release": "2026.1", "name": ""}, ['spec.name: Invalid value: "": spec.name in body should be at least 1 chars long']),
-        ({"release": "2026.1", "name": "ninechars"}, ["spec.name: Too long: may not be more than 8 bytes"]),
-        ({"release": "2026.1", "hosts": ["a", "b", "c"]}, ["spec.hosts: Too many: 3: must have at most 2 items"]),
-        ({"release": "2026.1", "hosts": []}, ["spec.hosts: Invalid value: 0: spec.hosts in body should have at least 1 items"]),
-        ({"release": "2026.1", "hosts": ["a", 1]}, ['spec.hosts[1]: Invalid value: "integer": spec.hosts[1] in body must be of type string: "integer"']),
-        ({"release": "2026.1", "labels": {"a": "1", "b": "2", "c": "3"}}, ["spec.labels: Too many: 3: must have at most 2 items"]),
-        ({"release": "2026.1", "labels": {}}, ["spec.labels: Invalid value: 0: spec.labels in body should have at least 1 properties"]),
-        ({"release": "2026.1", "labels": {"a": 1}}, ['spec.labels[a]: Invalid value: "integer": spec.labels[a] in body must be of type string: "integer"']),
+        (
+            {"release": "2026.1", "replicas": 0},
+            [
+                "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"
+            ],
+        ),
+        (
+            {"release": "2026.1", "port": 65536},
+            [
+                "spec.port: Invalid value: 65536: spec.port in body should be less than or equal to 65535"
+            ],
+        ),
+        (
+            {"release": "2026.1", "replicas": "3"},
+            [
+                'spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"'
+            ],
+        ),
+        (
+            {"release": "2026.1", "enabled": 1},
+            [
+                'spec.enabled: Invalid value: "integer": spec.enabled in body must be of type boolean: "integer"'
+            ],
+        ),
+        (
+            {"release": "2026.1", "replicas": True},
+            [
+                'spec.replicas: Invalid value: "boolean": spec.replicas in body must be of type integer: "boolean"'
+            ],
+        ),
+        (
+            {"release": "2026.1", "format": "xml"},
+            ['spec.format: Unsupported value: "xml": supported values: "text", "json"'],
+        ),
+        (
+            {"release": "2026.1", "name": ""},
+            ['spec.name: Invalid value: "": spec.name in body should be at least 1 chars long'],
+        ),
+        (
+            {"release": "2026.1", "name": "ninechars"},
+            ["spec.name: Too long: may not be more than 8 bytes"],
+        ),
+        (
+            {"release": "2026.1", "hosts": ["a", "b", "c"]},
+            ["spec.hosts: Too many: 3: must have at most 2 items"],
+        ),
+        (
+            {"release": "2026.1", "hosts": []},
+            ["spec.hosts: Invalid value: 0: spec.hosts in body should have at least 1 items"],
+        ),
+        (
+            {"release": "2026.1", "hosts": ["a", 1]},
+            [
+                'spec.hosts[1]: Invalid value: "integer": spec.hosts[1] in body must be of type string: "integer"'
+            ],
+        ),
+        (
+            {"release": "2026.1", "labels": {"a": "1", "b": "2", "c": "3"}},
+            ["spec.labels: Too many: 3: must have at most 2 items"],
+        ),
+        (
+            {"release": "2026.1", "labels": {}},
+            [
+                "spec.labels: Invalid value: 0: spec.labels in body should have at least 1 properties"
+            ],
+        ),
+        (
+            {"release": "2026.1", "labels": {"a": 1}},
+            [
+                'spec.labels[a]: Invalid value: "integer": spec.labels[a] in body must be of type string: "integer"'
+            ],
+        ),
         ({"release": "2026.1", "size": "10Gi"}, []),
         ({"release": "2026.1", "size": 1024}, []),
-        ({"release": "2026.1", "size": "10 GB"}, ["spec.size: Invalid value: \"10 GB\": spec.size in body should match '" + QUANTITY["pattern"] + "'"]),
-        ({"release": "2026.1", "size": [1]}, ['spec.size: Invalid value: "array": spec.size in body must be of type integer-or-string: "array"']),
+        (
+            {"release": "2026.1", "size": "10 GB"},
+            [
+                'spec.size: Invalid value: "10 GB": spec.size in body should match \''
+                + QUANTITY["pattern"]
+                + "'"
+            ],
+        ),
+        (
+            {"release": "2026.1", "size": [1]},
+            [
+                'spec.size: Invalid value: "array": spec.size in body must be of type integer-or-string: "array"'
+            ],
+        ),
         ({"release": "2026.1", "plugins": [{"section": "a"}, {"section": "b"}]}, []),
-        ({"release": "2026.1", "plugins": [{"section": "a"}, {"section": "a", "extra": "x"}]}, ['spec.plugins[1]: Duplicate value: {"section":"a"}']),
-        ({"release": "2026.1", "plugins": [{"extra": "x"}]}, ["spec.plugins[0].section: Required value"]),
+        (
+            {"release": "2026.1", "plugins": [{"section": "a"}, {"section": "a", "extra": "x"}]},
+            ['spec.plugins[1]: Duplicate value: {"section":"a"}'],
+        ),
+        (
+            {"release": "2026.1", "plugins": [{"extra": "x"}]},
+            ["spec.plugins[0].section: Required value"],
+        ),
         ({"release": "2026.1", "tags": ["x", "y", "x"]}, ['spec.tags[2]: Duplicate value: "x"']),
     ],
 )
@@ -107,10 +197,21 @@ def test_every_schema_error_is_collected_not_just_the_first():
 @pytest.mark.parametrize(
     ("obj", "unknown"),
     [
-        ({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a"}, "spec": {"release": "1"}}, []),
+        (
+            {
+                "apiVersion": "x/v1",
+                "kind": "K",
+                "metadata": {"name": "a"},
+                "spec": {"release": "1"},
+            },
+            [],
+        ),
         ({"spec": {"release": "1", "bogus": 1}}, ['unknown field "spec.bogus"']),
         ({"spec": {"logging": {"levle": "INFO"}}}, ['unknown field "spec.logging.levle"']),
-        ({"spec": {"plugins": [{"section": "a", "sectoin": "b"}]}}, ['unknown field "spec.plugins[0].sectoin"']),
+        (
+            {"spec": {"plugins": [{"section": "a", "sectoin": "b"}]}},
+            ['unknown field "spec.plugins[0].sectoin"'],
+        ),
         ({"metadata": {"name": "a", "lables": {}}}, ['unknown field "metadata.lables"']),
         ({"spec": {"free": {"anything": {"goes": 1}}}}, []),
         ({"spec": {"labels": {"any-key": "v"}}}, []),

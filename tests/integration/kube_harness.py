@@ -1,0 +1,254 @@
+"""A real kube-apiserver and etcd on 127.0.0.1, started the way envtest starts them.
+
+The binaries come from ``KUBE_ASSETS_DIR`` (or ``KUBEBUILDER_ASSETS``, envtest's variable):
+a directory holding ``kube-apiserver`` and ``etcd``. No kubelet and no controllers run, so
+objects are stored and validated but nothing reconciles them; tests simulate what kubelet
+and the controllers would write. Every process started here is stopped in ``stop()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ASSET_VARIABLES = ("KUBE_ASSETS_DIR", "KUBEBUILDER_ASSETS")
+BINARIES = ("kube-apiserver", "etcd")
+
+
+def assets_dir() -> tuple[Path | None, str]:
+    """The directory holding the binaries, or None and the reason it is not usable."""
+    for variable in ASSET_VARIABLES:
+        value = os.environ.get(variable)
+        if not value:
+            continue
+        path = Path(value)
+        missing = [b for b in BINARIES if not os.access(path / b, os.X_OK)]
+        if missing:
+            return None, f"{variable}={value} lacks executable {', '.join(missing)}"
+        return path, ""
+    return None, (
+        "no real kube-apiserver: set KUBE_ASSETS_DIR (or KUBEBUILDER_ASSETS) to a directory "
+        "holding the kube-apiserver and etcd binaries to run the integration tests"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ApiError(Exception):
+    """A non-2xx answer of the API server, with its Status object."""
+
+    def __init__(self, code: int, status: dict[str, Any]):
+        super().__init__(f"HTTP {code}: {status.get('message', status)}")
+        self.code = code
+        self.status = status
+
+    @property
+    def causes(self) -> list[dict[str, Any]]:
+        return (self.status.get("details") or {}).get("causes") or []
+
+
+@dataclass
+class Client:
+    """The few REST calls the tests need, with the admin bearer token."""
+
+    base_url: str
+    token: str
+
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base_url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # a throwaway self-signed server on loopback
+        try:
+            with urllib.request.urlopen(req, context=context, timeout=30) as resp:
+                text = resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            text = exc.read().decode()
+            try:
+                status = json.loads(text)
+            except ValueError:
+                status = {"message": text}
+            raise ApiError(exc.code, status) from None
+        return json.loads(text) if text else None
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def create(self, path: str, body: Any, dry_run: bool = False) -> Any:
+        query = "?fieldValidation=Strict" + ("&dryRun=All" if dry_run else "")
+        return self.request("POST", path + query, body)
+
+    def replace(self, path: str, body: Any, dry_run: bool = False) -> Any:
+        query = "?fieldValidation=Strict" + ("&dryRun=All" if dry_run else "")
+        return self.request("PUT", path + query, body)
+
+    def delete(self, path: str) -> Any:
+        return self.request("DELETE", path)
+
+
+class KubeApiServer:
+    """etcd and kube-apiserver as child processes, and a client for them."""
+
+    def __init__(self, assets: Path):
+        self.assets = assets
+        self.workdir = Path(tempfile.mkdtemp(prefix="c5c3-glance-kube-"))
+        self.processes: list[subprocess.Popen] = []
+        self.token = "c5c3-glance-integration-admin-token"
+        self.client: Client | None = None
+
+    def start(self, timeout: float = 90.0) -> Client:
+        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        self._spawn(
+            "etcd",
+            [
+                str(self.assets / "etcd"),
+                "--data-dir",
+                str(self.workdir / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{etcd_port}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{etcd_port}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync",
+            ],
+        )
+        key, pub = self._service_account_keys()
+        tokens = self.workdir / "tokens.csv"
+        tokens.write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self.assets / "kube-apiserver"),
+                "--etcd-servers",
+                f"http://127.0.0.1:{etcd_port}",
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(api_port),
+                "--cert-dir",
+                str(self.workdir / "certs"),
+                "--service-cluster-ip-range",
+                "10.0.0.0/24",
+                "--service-account-issuer",
+                "https://kubernetes.default.svc",
+                "--service-account-key-file",
+                str(pub),
+                "--service-account-signing-key-file",
+                str(key),
+                "--token-auth-file",
+                str(tokens),
+                "--authorization-mode",
+                "RBAC",
+                "--disable-admission-plugins",
+                "ServiceAccount",
+            ],
+        )
+        self.client = Client(f"https://127.0.0.1:{api_port}", self.token)
+        self._wait_ready(timeout)
+        return self.client
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+
+    def _service_account_keys(self) -> tuple[Path, Path]:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key, pub = self.workdir / "sa.key", self.workdir / "sa.pub"
+        key.write_bytes(
+            private.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.NoEncryption(),
+            )
+        )
+        pub.write_bytes(
+            private.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        return key, pub
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            for proc in self.processes:
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"{proc.args[0]} exited with {proc.returncode}: {self.logs()}"
+                    )
+            try:
+                self.client.request("GET", "/readyz")
+                return
+            except (ApiError, OSError) as exc:
+                last = str(exc)
+            time.sleep(0.5)
+        raise TimeoutError(f"kube-apiserver not ready after {timeout}s: {last}\n{self.logs()}")
+
+    def logs(self, tail: int = 4000) -> str:
+        out = []
+        for name in ("etcd", "kube-apiserver"):
+            path = self.workdir / f"{name}.log"
+            if path.exists():
+                out.append(f"--- {name}\n{path.read_text(errors='replace')[-tail:]}")
+        return "\n".join(out)
+
+    def install_crd(self, crd: dict[str, Any], timeout: float = 30.0) -> None:
+        """Create ``crd`` and wait until it is Established."""
+        name = crd["metadata"]["name"]
+        self.client.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.client.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conditions = {
+                c["type"]: c["status"] for c in (got.get("status") or {}).get("conditions", [])
+            }
+            if conditions.get("Established") == "True":
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"CRD {name} not established after {timeout}s")
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in reversed(self.processes):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.processes.clear()
+        shutil.rmtree(self.workdir, ignore_errors=True)

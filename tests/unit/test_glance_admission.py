@@ -1,0 +1,790 @@
+"""The Glance webhook's defaults and every rule of reference-spec §5.1/§5.2, table-driven.
+
+Each rule has at least one accepted and one rejected case, and the rejected case pins the
+message: the field path, the value and the rule's wording.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.builders import DELETE, GLANCE, patched
+
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
+    AdmissionContext,
+    default_glance,
+    validate_glance,
+)
+
+LONG = "x" * 300
+LONG_ECHO = "x" * 255 + "…"
+
+
+def judge(spec_patch: dict, ctx: AdmissionContext | None = None, meta: dict | None = None):
+    obj = patched(GLANCE, {"spec": spec_patch, "metadata": meta or {}})
+    return validate_glance(default_glance(obj), ctx)
+
+
+def errors_of(spec_patch: dict, **kw) -> list[str]:
+    return [str(e) for e in judge(spec_patch, **kw)[0]]
+
+
+def test_the_base_object_is_valid():
+    assert judge({}) == ([], [])
+
+
+# --- defaulting -------------------------------------------------------------------------
+
+
+def test_defaults_fill_resources_replicas_cache_logging_and_service_user():
+    out = default_glance(GLANCE)
+    spec = out["spec"]
+    assert spec["deployment"]["resources"] == {
+        "requests": {"memory": "512Mi", "cpu": "100m"},
+        "limits": {"memory": "1Gi", "cpu": "500m"},
+    }
+    assert spec["deployment"]["replicas"] == 3
+    assert spec["cache"]["backend"] == "dogpile.cache.pymemcache"
+    assert spec["logging"] == {"format": "text", "level": "INFO", "debug": False}
+    assert spec["serviceUser"] == {
+        "username": "glance",
+        "projectName": "service",
+        "userDomainName": "Default",
+        "projectDomainName": "Default",
+        "secretRef": {"name": "glance-service-user", "key": "password"},
+    }
+    assert "apiServer" not in spec
+
+
+def test_defaults_never_overwrite_explicit_values():
+    given = patched(
+        GLANCE,
+        {
+            "spec": {
+                "deployment": {"replicas": 5, "resources": {"limits": {"cpu": "2"}}},
+                "logging": {"format": "json", "level": "DEBUG", "debug": True},
+                "serviceUser": {"username": "img", "secretRef": {"name": "s", "key": "pw"}},
+                "apiServer": {"uwsgi": {"processes": 4, "httpKeepAlive": False}},
+            }
+        },
+    )
+    spec = default_glance(given)["spec"]
+    assert spec["deployment"]["replicas"] == 5
+    assert spec["deployment"]["resources"] == {"limits": {"cpu": "2"}}
+    assert spec["logging"] == {"format": "json", "level": "DEBUG", "debug": True}
+    assert spec["serviceUser"]["username"] == "img"
+    assert spec["serviceUser"]["secretRef"]["key"] == "pw"
+    assert spec["apiServer"]["uwsgi"] == {"processes": 4, "threads": 1, "httpKeepAlive": False}
+
+
+def test_zero_replicas_and_empty_resources_take_the_defaults():
+    spec = default_glance(
+        patched(GLANCE, {"spec": {"deployment": {"replicas": 0, "resources": {"requests": {}}}}})
+    )["spec"]
+    assert spec["deployment"]["replicas"] == 3
+    assert spec["deployment"]["resources"]["limits"] == {"memory": "1Gi", "cpu": "500m"}
+
+
+def test_defaults_leave_render_time_blocks_unset():
+    spec = default_glance(GLANCE)["spec"]
+    for block in (
+        "importFiltering",
+        "importPlugins",
+        "dbPurge",
+        "staging",
+        "imageCache",
+        "keystonePublicEndpoint",
+    ):
+        assert block not in spec
+
+
+# --- rules on create and update -----------------------------------------------------------
+
+CASES = [
+    # (rule, spec patch, expected errors)
+    ("replicas", {"deployment": {"replicas": 2}}, []),
+    (
+        "replicas",
+        {"deployment": {"replicas": -1}},
+        ["spec.deployment.replicas: Invalid value: -1: must be at least 1"],
+    ),
+    ("image", {"image": {"tag": DELETE, "digest": "sha256:" + "a" * 64}}, []),
+    (
+        "image",
+        {"image": {"digest": "sha256:" + "a" * 64}},
+        [
+            'spec.image: Invalid value: "object": exactly one of image.tag or image.digest must be set'
+        ],
+    ),
+    (
+        "image",
+        {"image": {"tag": DELETE}},
+        [
+            'spec.image: Invalid value: "object": exactly one of image.tag or image.digest must be set'
+        ],
+    ),
+    ("cache", {"cache": {"servers": DELETE, "clusterRef": {"name": "memcached"}}}, []),
+    (
+        "cache",
+        {"cache": {"clusterRef": {"name": "memcached"}}},
+        ['spec.cache: Invalid value: "object": exactly one of clusterRef or servers must be set'],
+    ),
+    (
+        "cache",
+        {"cache": {"servers": []}},
+        ['spec.cache: Invalid value: "object": exactly one of clusterRef or servers must be set'],
+    ),
+    (
+        "cache",
+        {"cache": {"servers": ["a:11211", "b\n:1"]}},
+        [
+            'spec.cache.servers[1]: Invalid value: "b\\n:1": must not contain a newline or carriage return'
+        ],
+    ),
+    (
+        "cache",
+        {"cache": {"servers": DELETE, "clusterRef": {"name": "mc\r"}}},
+        [
+            'spec.cache.clusterRef.name: Invalid value: "mc\\r": must not contain a newline or carriage return'
+        ],
+    ),
+    (
+        "keystone",
+        {
+            "keystoneEndpoint": "https://keystone.example.com/v3",
+            "keystonePublicEndpoint": "https://id.example.com:443/v3",
+        },
+        [],
+    ),
+    (
+        "keystone",
+        {"keystoneEndpoint": ""},
+        [
+            "spec.keystoneEndpoint: Required value: keystoneEndpoint must be set (the Keystone auth_url the Glance pods reach)"
+        ],
+    ),
+    (
+        "keystone",
+        {"keystoneEndpoint": "ftp://keystone/v3"},
+        ['spec.keystoneEndpoint: Invalid value: "ftp://keystone/v3": scheme must be http or https'],
+    ),
+    (
+        "keystone",
+        {"keystoneEndpoint": "http:///v3"},
+        ['spec.keystoneEndpoint: Invalid value: "http:///v3": URL must include a host'],
+    ),
+    (
+        "keystone",
+        {"keystonePublicEndpoint": "https://id example.com/"},
+        [
+            'spec.keystonePublicEndpoint: Invalid value: "https://id example.com/": must be a valid URL: parse "https://id example.com/": invalid character " " in host name'
+        ],
+    ),
+    (
+        "logging",
+        {
+            "logging": {
+                "format": "json",
+                "level": "WARNING",
+                "perLoggerLevels": {"keystonemiddleware": "ERROR"},
+            }
+        },
+        [],
+    ),
+    (
+        "logging",
+        {"logging": {"format": "xml"}},
+        ['spec.logging.format: Unsupported value: "xml": supported values: "text", "json"'],
+    ),
+    (
+        "logging",
+        {"logging": {"level": "TRACE"}},
+        [
+            'spec.logging.level: Unsupported value: "TRACE": supported values: "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"'
+        ],
+    ),
+    (
+        "logging",
+        {"logging": {"perLoggerLevels": {"": "INFO", "glance": "LOUD"}}},
+        [
+            'spec.logging.perLoggerLevels[]: Invalid value: "": logger name must not be empty',
+            'spec.logging.perLoggerLevels[glance]: Unsupported value: "LOUD": supported values: "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"',
+        ],
+    ),
+    (
+        "termination",
+        {
+            "deployment": {"terminationGracePeriodSeconds": 60, "preStopSleepSeconds": 10},
+            "apiServer": {"uwsgi": {"harakiri": 49}},
+        },
+        [],
+    ),
+    (
+        "termination",
+        {"deployment": {"terminationGracePeriodSeconds": 5}},
+        [
+            "spec.deployment.terminationGracePeriodSeconds: Invalid value: 5: must be at least 10",
+            "spec.deployment.preStopSleepSeconds: Invalid value: 5: preStopSleepSeconds (5) must be strictly less than terminationGracePeriodSeconds (5)",
+        ],
+    ),
+    (
+        "termination",
+        {"deployment": {"preStopSleepSeconds": -1}},
+        ["spec.deployment.preStopSleepSeconds: Invalid value: -1: must be at least 0"],
+    ),
+    (
+        "termination",
+        {"deployment": {"preStopSleepSeconds": 30}},
+        [
+            "spec.deployment.preStopSleepSeconds: Invalid value: 30: preStopSleepSeconds (30) must be strictly less than terminationGracePeriodSeconds (30)"
+        ],
+    ),
+    (
+        "termination",
+        {"apiServer": {"uwsgi": {"harakiri": 25}}},
+        [
+            "spec.apiServer.uwsgi.harakiri: Invalid value: 25: harakiri (25) must be less than terminationGracePeriodSeconds minus preStopSleepSeconds (30 - 5 = 25), so a request uWSGI kills still ends before the pod is killed"
+        ],
+    ),
+    ("strategy", {"deployment": {"strategy": {"type": "Recreate"}}}, []),
+    (
+        "strategy",
+        {"deployment": {"strategy": {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}}},
+        [
+            "spec.deployment.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
+        ],
+    ),
+    (
+        "autoscaling",
+        {"autoscaling": {"minReplicas": 2, "maxReplicas": 5, "targetCPUUtilization": 80}},
+        [],
+    ),
+    (
+        "autoscaling",
+        {"autoscaling": {"minReplicas": 6, "maxReplicas": 5, "targetCPUUtilization": 80}},
+        [
+            "spec.autoscaling.minReplicas: Invalid value: 6: must be less than or equal to maxReplicas (5)"
+        ],
+    ),
+    (
+        "autoscaling",
+        {"autoscaling": {"maxReplicas": 2, "targetMemoryUtilization": 80}},
+        [
+            "spec.autoscaling.maxReplicas: Invalid value: 2: must be greater than or equal to spec.deployment.replicas (3), the lower bound while spec.autoscaling.minReplicas is unset"
+        ],
+    ),
+    (
+        "autoscaling",
+        {"autoscaling": {"maxReplicas": 0, "minReplicas": 0, "targetCPUUtilization": 101}},
+        [
+            "spec.autoscaling.maxReplicas: Invalid value: 0: must be at least 1",
+            "spec.autoscaling.minReplicas: Invalid value: 0: must be at least 1",
+            "spec.autoscaling.targetCPUUtilization: Invalid value: 101: must be between 1 and 100",
+        ],
+    ),
+    (
+        "autoscaling",
+        {"autoscaling": {"maxReplicas": 5}},
+        [
+            "spec.autoscaling: Required value: at least one of targetCPUUtilization or targetMemoryUtilization must be set"
+        ],
+    ),
+    ("networkPolicy", {"networkPolicy": {"ingress": [{"namespaceSelector": {}}]}}, []),
+    (
+        "networkPolicy",
+        {"networkPolicy": {"ingress": []}},
+        ["spec.networkPolicy.ingress: Required value: at least one ingress rule is required"],
+    ),
+    ("gateway", {"gateway": {"hostname": "glance.example.com", "parentRef": {"name": "gw"}}}, []),
+    (
+        "gateway",
+        {"gateway": {"hostname": "", "parentRef": {"name": ""}}},
+        ["spec.gateway.hostname: Required value", "spec.gateway.parentRef.name: Required value"],
+    ),
+    (
+        "importFiltering",
+        {"importFiltering": {"allowedHosts": ["mirror.example.com"], "disallowedHosts": []}},
+        [],
+    ),
+    (
+        "importFiltering",
+        {"importFiltering": {"allowedHosts": ["a"], "disallowedHosts": ["b"]}},
+        [
+            "spec.importFiltering.disallowedHosts: Forbidden: allowedHosts and disallowedHosts are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty"
+        ],
+    ),
+    (
+        "importFiltering",
+        {
+            "importFiltering": {
+                "allowedSchemes": ["https"],
+                "disallowedSchemes": ["http"],
+                "allowedPorts": [443],
+                "disallowedPorts": [80],
+            }
+        },
+        [
+            "spec.importFiltering.disallowedSchemes: Forbidden: allowedSchemes and disallowedSchemes are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty",
+            "spec.importFiltering.disallowedPorts: Forbidden: allowedPorts and disallowedPorts are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty",
+        ],
+    ),
+    (
+        "importFiltering",
+        {"importFiltering": {"allowedSchemes": ["ftp"], "allowedPorts": [0, 65536]}},
+        [
+            'spec.importFiltering.allowedSchemes[0]: Unsupported value: "ftp": supported values: "http", "https"',
+            "spec.importFiltering.allowedPorts[0]: Invalid value: 0: must be between 1 and 65535, inclusive",
+            "spec.importFiltering.allowedPorts[1]: Invalid value: 65536: must be between 1 and 65535, inclusive",
+        ],
+    ),
+    (
+        "importFiltering",
+        {"importFiltering": {"disallowedHosts": ["", "a\nb", "h" * 254]}},
+        [
+            'spec.importFiltering.disallowedHosts[0]: Invalid value: "": host must not be empty',
+            'spec.importFiltering.disallowedHosts[1]: Invalid value: "a\\nb": host must not contain a newline or carriage return',
+            "spec.importFiltering.disallowedHosts[2]: Too long: may not be more than 253 bytes",
+        ],
+    ),
+    (
+        "importFiltering",
+        {"importFiltering": {"disallowedHosts": [f"h{i}" for i in range(65)]}},
+        ["spec.importFiltering.disallowedHosts: Too many: 65: must have at most 64 items"],
+    ),
+    (
+        "importPlugins",
+        {
+            "importPlugins": {
+                "conversion": {"outputFormat": "qcow2"},
+                "injectMetadata": {
+                    "properties": {"hw_vif_model": "virtio", "note": "a:b"},
+                    "ignoreUserRoles": [],
+                },
+            }
+        },
+        [],
+    ),
+    (
+        "importPlugins",
+        {"importPlugins": {"conversion": {"outputFormat": "vhd"}}},
+        [
+            'spec.importPlugins.conversion.outputFormat: Unsupported value: "vhd": supported values: "qcow2", "raw", "vmdk"'
+        ],
+    ),
+    (
+        "importPlugins",
+        {"importPlugins": {"injectMetadata": {"properties": {}}}},
+        [
+            "spec.importPlugins.injectMetadata.properties: Invalid value: 0: must have between 1 and 64 entries"
+        ],
+    ),
+    (
+        "importPlugins",
+        {"importPlugins": {"injectMetadata": {"properties": {f"k{i}": "v" for i in range(65)}}}},
+        [
+            "spec.importPlugins.injectMetadata.properties: Invalid value: 65: must have between 1 and 64 entries"
+        ],
+    ),
+    (
+        "importPlugins",
+        {
+            "importPlugins": {
+                "injectMetadata": {
+                    "properties": {
+                        "a:b": "v",
+                        "c,d": "v",
+                        " e": "v",
+                        "f": "x,y",
+                        "g": " v",
+                        "h": "\n",
+                    }
+                }
+            }
+        },
+        [
+            'spec.importPlugins.injectMetadata.properties[ e]: Invalid value: " e": property name must not have leading or trailing whitespace',
+            "spec.importPlugins.injectMetadata.properties[a:b]: Invalid value: \"a:b\": property name must not contain ':' or ',': glance splits the option on them",
+            "spec.importPlugins.injectMetadata.properties[c,d]: Invalid value: \"c,d\": property name must not contain ':' or ',': glance splits the option on them",
+            "spec.importPlugins.injectMetadata.properties[f]: Invalid value: \"x,y\": property value must not contain ',': glance splits the option on them",
+            'spec.importPlugins.injectMetadata.properties[g]: Invalid value: " v": property value must not have leading or trailing whitespace',
+            'spec.importPlugins.injectMetadata.properties[h]: Invalid value: "\\n": property value must not contain a newline or carriage return',
+        ],
+    ),
+    (
+        "importPlugins",
+        {"importPlugins": {"injectMetadata": {"properties": {LONG: "v"}}}},
+        [
+            f'spec.importPlugins.injectMetadata.properties[{LONG}]: Invalid value: "{LONG_ECHO}": property name must be at most 255 characters'
+        ],
+    ),
+    (
+        "importPlugins",
+        {
+            "importPlugins": {
+                "injectMetadata": {"properties": {"a": "v"}, "ignoreUserRoles": ["", "a,b"]}
+            }
+        },
+        [
+            'spec.importPlugins.injectMetadata.ignoreUserRoles[0]: Invalid value: "": role must not be empty',
+            "spec.importPlugins.injectMetadata.ignoreUserRoles[1]: Invalid value: \"a,b\": role must not contain ',': glance splits the option on them",
+        ],
+    ),
+    (
+        "decompression",
+        {"importPlugins": {"decompression": {}}, "staging": {"sizeLimit": "20Gi"}},
+        [],
+    ),
+    ("decompression", {"importPlugins": {"decompression": {}}, "staging": {"unbounded": True}}, []),
+    (
+        "decompression",
+        {"importPlugins": {"decompression": {}}},
+        [
+            "spec.staging.sizeLimit: Required value: importPlugins.decompression expands archives in the staging area: set spec.staging.sizeLimit (or spec.staging.unbounded: true) explicitly"
+        ],
+    ),
+    ("dbPurge", {"dbPurge": {"retentionDays": 7, "schedule": "@daily"}}, []),
+    (
+        "dbPurge",
+        {"dbPurge": {"retentionDays": 0}},
+        ["spec.dbPurge.retentionDays: Invalid value: 0: must be at least 1"],
+    ),
+    (
+        "dbPurge",
+        {"dbPurge": {"schedule": "* * * *"}},
+        [
+            'spec.dbPurge.schedule: Invalid value: "* * * *": invalid cron expression: expected exactly 5 fields, found 4: [* * * *]'
+        ],
+    ),
+    ("staging", {"staging": {"sizeLimit": "1Mi"}}, []),
+    ("imageCache", {"imageCache": {"sizeLimit": "1Mi", "maintenanceInterval": "1m"}}, []),
+    (
+        "staging",
+        {"staging": {"unbounded": True, "sizeLimit": "1Gi"}},
+        [
+            "spec.staging.unbounded: Forbidden: unbounded and sizeLimit are mutually exclusive: an unbounded staging area has no size limit to configure"
+        ],
+    ),
+    (
+        "staging",
+        {"staging": {"sizeLimit": "0"}},
+        ['spec.staging.sizeLimit: Invalid value: "0": must be at least 1Mi'],
+    ),
+    (
+        "imageCache",
+        {"imageCache": {"sizeLimit": "1023Ki"}},
+        ['spec.imageCache.sizeLimit: Invalid value: "1023Ki": must be at least 1Mi'],
+    ),
+    (
+        "imageCache",
+        {"imageCache": {"maintenanceInterval": "59s"}},
+        ['spec.imageCache.maintenanceInterval: Invalid value: "59s": must be at least 1m'],
+    ),
+    (
+        "imageCache",
+        {"imageCache": {"maintenanceInterval": "5 minutes"}},
+        [
+            'spec.imageCache.maintenanceInterval: Invalid value: "5 minutes": time: unknown unit " minutes" in duration "5 minutes"'
+        ],
+    ),
+    (
+        "middleware",
+        {"middleware": [{"name": "cache", "filterFactory": "x:y", "position": "after"}]},
+        [],
+    ),
+    (
+        "middleware",
+        {
+            "imageCache": {},
+            "middleware": [
+                {"name": "audit", "filterFactory": "x:y"},
+                {"name": "cache", "filterFactory": "x:y"},
+            ],
+        },
+        [
+            'spec.middleware[1].name: Invalid value: "cache": the operator injects the "cache" paste filter and owns that filter name while spec.imageCache is set: rename this middleware or unset spec.imageCache'
+        ],
+    ),
+    ("extraConfig shape", {"extraConfig": {"DEFAULT": {"image_size_cap": "1099511627776"}}}, []),
+    (
+        "extraConfig shape",
+        {"extraConfig": {"": {"a": "b"}}},
+        ['spec.extraConfig: Invalid value: "": extraConfig section name must not be empty'],
+    ),
+    (
+        "extraConfig shape",
+        {"extraConfig": {"DEF\nAULT": {}}},
+        [
+            'spec.extraConfig[DEF\nAULT]: Invalid value: "DEF\\nAULT": extraConfig section name must not contain a newline or carriage return'
+        ],
+    ),
+    (
+        "extraConfig shape",
+        {"extraConfig": {"DEFAULT": {"": "x"}}},
+        ['spec.extraConfig[DEFAULT]: Invalid value: "": extraConfig key must not be empty'],
+    ),
+    (
+        "extraConfig shape",
+        {"extraConfig": {"DEFAULT": {"image_size_cap": "1\n2"}}},
+        [
+            'spec.extraConfig[DEFAULT][image_size_cap]: Invalid value: "1\\n2": extraConfig key and value must not contain a newline or carriage return: [DEFAULT] image_size_cap'
+        ],
+    ),
+    ("extraConfig owned", {"extraConfig": {"DEFAULT": {"debug": "true"}}}, []),
+    (
+        "extraConfig owned",
+        {"extraConfig": {"keystone_authtoken": {"password": "hunter2"}}},
+        [
+            "spec.extraConfig[keystone_authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (a password in extraConfig would be stored in a ConfigMap in clear text)"
+        ],
+    ),
+    (
+        "extraConfig owned",
+        {"extraConfig": {"import_filtering_opts": {"disallowed_hosts": "[]"}}},
+        [
+            "spec.extraConfig[import_filtering_opts][disallowed_hosts]: Forbidden: disallowed_hosts is managed via spec.importFiltering and must not be set in extraConfig (the web-download filter would no longer be what spec.importFiltering says)"
+        ],
+    ),
+    (
+        "extraConfig owned",
+        {"extraConfig": {"image_import_opts": {"image_import_plugins": "[]"}}},
+        [
+            "spec.extraConfig[image_import_opts][image_import_plugins]: Forbidden: image_import_plugins is managed via spec.importPlugins and must not be set in extraConfig (the plugin order and its sections are derived from spec.importPlugins)"
+        ],
+    ),
+    (
+        "extraConfig owned",
+        {"extraConfig": {"DEFAULT": {"image_cache_max_size": "1"}}},
+        [
+            "spec.extraConfig[DEFAULT][image_cache_max_size]: Forbidden: image_cache_max_size is managed via spec.imageCache and must not be set in extraConfig (the cache volume, its bound and the pruning sidecar are derived from spec.imageCache)"
+        ],
+    ),
+    (
+        "resources",
+        {
+            "deployment": {
+                "resources": {
+                    "requests": {"cpu": "500m", "memory": "1Gi"},
+                    "limits": {"cpu": "0.5", "memory": "1024Mi"},
+                }
+            }
+        },
+        [],
+    ),
+    (
+        "resources",
+        {
+            "deployment": {
+                "resources": {
+                    "requests": {"cpu": "2", "memory": "2Gi"},
+                    "limits": {"cpu": "1", "memory": "1Gi"},
+                }
+            }
+        },
+        [
+            'spec.deployment.resources.requests[cpu]: Invalid value: "2": must be less than or equal to cpu limit of 1',
+            'spec.deployment.resources.requests[memory]: Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi',
+        ],
+    ),
+    ("topologySpread", {"deployment": {"topologySpreadConstraints": []}}, []),
+    (
+        "topologySpread",
+        {
+            "deployment": {
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {
+                            "matchLabels": {
+                                "app.kubernetes.io/name": "glance",
+                                "app.kubernetes.io/instance": "glance",
+                            }
+                        },
+                    }
+                ]
+            }
+        },
+        [],
+    ),
+    (
+        "topologySpread",
+        {
+            "deployment": {
+                "topologySpreadConstraints": [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {
+                            "matchLabels": {"app.kubernetes.io/name": "glance"},
+                            "matchExpressions": [{"key": "a", "operator": "Exists"}],
+                        },
+                    },
+                ]
+            }
+        },
+        [
+            "spec.deployment.topologySpreadConstraints[0].labelSelector: Required value: must select this Glance's pods with matchLabels {app.kubernetes.io/instance: glance, app.kubernetes.io/name: glance}",
+            "spec.deployment.topologySpreadConstraints[1].labelSelector.matchExpressions: Forbidden: must not be set: select this Glance's pods with matchLabels {app.kubernetes.io/instance: glance, app.kubernetes.io/name: glance} only",
+            'spec.deployment.topologySpreadConstraints[1].labelSelector.matchLabels: Invalid value: {"app.kubernetes.io/name":"glance"}: must be exactly {app.kubernetes.io/instance: glance, app.kubernetes.io/name: glance}, the labels of this Glance\'s pods',
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "spec_patch", "expected"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_rule(rule, spec_patch, expected):
+    assert errors_of(spec_patch) == expected
+
+
+def test_every_rule_has_an_accepted_and_a_rejected_case():
+    accepted = {rule for rule, _, expected in CASES if not expected}
+    rejected = {rule for rule, _, expected in CASES if expected}
+    assert accepted == rejected
+
+
+def test_errors_are_collected_across_rules():
+    errors = errors_of(
+        {"deployment": {"replicas": -1}, "image": {"tag": DELETE}, "dbPurge": {"retentionDays": 0}}
+    )
+    assert len(errors) == 3
+
+
+# --- lookups the webhook makes ----------------------------------------------------------
+
+
+def test_priority_class_must_exist_when_the_cluster_can_be_asked():
+    spec = {"deployment": {"priorityClassName": "glance-critical"}}
+    assert errors_of(spec) == []  # offline: no client, the rule is skipped
+    known = AdmissionContext(priority_class_exists=lambda name: name == "glance-critical")
+    assert errors_of(spec, ctx=known) == []
+    unknown = AdmissionContext(priority_class_exists=lambda name: False)
+    assert errors_of(spec, ctx=unknown) == [
+        'spec.deployment.priorityClassName: Not found: "glance-critical"'
+    ]
+
+
+# --- create-only and update-conditional rules --------------------------------------------
+
+
+def test_name_longer_than_43_is_refused_on_create_only():
+    name = "g" * 44
+    assert errors_of({}, meta={"name": "g" * 43}) == []
+    assert errors_of({}, meta={"name": name}) == [
+        f'metadata.name: Invalid value: "{name}": name must be at most 43 characters: the '
+        'db-purge CronJob appends "-db-purge" and Kubernetes caps CronJob names at 52 characters'
+    ]
+    old = patched(GLANCE, {"metadata": {"name": name}})
+    update = AdmissionContext(operation="UPDATE", old=old)
+    assert errors_of({}, meta={"name": name}, ctx=update) == []
+
+
+CATALOG = {
+    "release": "2026.2",
+    "sections": {
+        "DEFAULT": {
+            "image_size_cap": {"type": "integer"},
+            "show_multiple_locations": {
+                "type": "boolean",
+                "deprecated_for_removal": True,
+                "deprecated_reason": "Use the locations API.",
+            },
+        },
+        "taskflow_executor": {"conversion_format": {"type": "string"}},
+        "task": {
+            "work_dir": {
+                "deprecated_alias_of": {
+                    "section": "os_glance_tasks_store",
+                    "option": "filesystem_store_datadir",
+                }
+            }
+        },
+    },
+}
+CATALOGS = AdmissionContext(catalogs={"2026.2": CATALOG})
+
+
+def test_catalog_accepts_known_options_and_exempts_plugins_reserved_stores_and_owned_keys():
+    spec = {
+        "extraConfig": {
+            "DEFAULT": {"image_size_cap": "10", "debug": "true"},
+            "my_plugin": {"anything": "1"},
+            "os_glance_staging_store": {"x": "1"},
+        },
+        "plugins": [{"name": "p", "configSection": "my_plugin", "config": {}}],
+    }
+    assert judge(spec, ctx=CATALOGS) == ([], [])
+
+
+def test_catalog_refuses_an_unknown_section_and_an_unknown_option():
+    errors, _ = judge(
+        {"extraConfig": {"bogus": {"a": "1"}, "DEFAULT": {"image_size_kap": "1"}}}, ctx=CATALOGS
+    )
+    assert [str(e) for e in errors] == [
+        'spec.extraConfig[DEFAULT][image_size_kap]: Invalid value: "image_size_kap": no such option in the glance 2026.2 option catalog',
+        'spec.extraConfig[bogus]: Invalid value: "bogus": no such section in the glance 2026.2 option catalog (sections registered by a loaded plugin must be declared via spec.plugins)',
+    ]
+
+
+def test_catalog_warns_on_deprecated_options_naming_the_replacement():
+    errors, warnings = judge(
+        {
+            "extraConfig": {
+                "DEFAULT": {"show_multiple_locations": "true"},
+                "task": {"work_dir": "/x"},
+            }
+        },
+        ctx=CATALOGS,
+    )
+    assert errors == []
+    assert warnings == [
+        "spec.extraConfig[DEFAULT][show_multiple_locations]: option is deprecated for removal: Use the locations API.",
+        "spec.extraConfig[task][work_dir]: option is deprecated; use [os_glance_tasks_store] filesystem_store_datadir instead",
+    ]
+
+
+def test_catalog_fails_open_with_one_warning_when_no_catalog_matches():
+    spec = {"openStackRelease": "2027.1", "extraConfig": {"bogus": {"a": "1"}}}
+    assert judge(spec, ctx=CATALOGS) == (
+        [],
+        ['no catalog for release "2027.1" is embedded in this operator build'],
+    )
+
+
+def test_catalog_check_runs_on_update_only_when_its_inputs_change():
+    spec = {"extraConfig": {"bogus": {"a": "1"}}}
+    old = patched(GLANCE, {"spec": spec})
+    unchanged = AdmissionContext(operation="UPDATE", old=old, catalogs=CATALOGS.catalogs)
+    assert judge(spec, ctx=unchanged) == ([], [])
+    changed = patched(spec, {"openStackRelease": "2026.2", "extraConfig": {"bogus": {"b": "2"}}})
+    assert len(judge(changed, ctx=unchanged)[0]) == 1
+
+
+# --- warnings -------------------------------------------------------------------------------
+
+
+def test_inert_deny_list_and_widened_allow_list_earn_warnings():
+    _, warnings = judge(
+        {"importFiltering": {"disallowedSchemes": ["http"], "allowedPorts": [443, 8443]}}
+    )
+    assert warnings == [
+        "spec.importFiltering.disallowedSchemes has no effect: glance ignores the deny-list while the allow-list is non-empty, and allowedSchemes defaults to [https]; set spec.importFiltering.allowedSchemes: [] to filter with the deny-list alone",
+        "spec.importFiltering.allowedPorts widens the default [443] for web-download imports: pin spec.importFiltering.allowedHosts to the mirrors you trust, or restrict the pods' egress with spec.networkPolicy.additionalEgress",
+    ]
+    assert judge({"importFiltering": {"allowedSchemes": ["https"], "allowedPorts": [443]}})[1] == []
+
+
+def test_lowering_retention_warns_on_update_only():
+    old = patched(GLANCE, {"spec": {"dbPurge": {"retentionDays": 30}}})
+    ctx = AdmissionContext(operation="UPDATE", old=old)
+    assert judge({"dbPurge": {"retentionDays": 7}}, ctx=ctx)[1] == [
+        "spec.dbPurge.retentionDays reduced 30 → 7: the next purge run hard-deletes the rows "
+        "soft-deleted between 7 and 30 days ago, which cannot be undone"
+    ]
+    assert judge({"dbPurge": {"retentionDays": 7}})[1] == []
+    assert judge({"dbPurge": {"retentionDays": 60}}, ctx=ctx)[1] == []
+    nil_block = AdmissionContext(operation="UPDATE", old=GLANCE)
+    assert len(judge({"dbPurge": {"retentionDays": 29}}, ctx=nil_block)[1]) == 1
