@@ -68,7 +68,9 @@ def test_the_built_collection_installs_and_documents_its_filters(tmp_path):
     doc = run(
         str(BIN / "ansible-doc"), "-t", "filter", "c5c3.glance.judge_input", cwd=tmp_path, env=env
     )
-    assert "Judges each custom resource on create against the CRD schemas" in " ".join(doc.stdout.split())
+    assert "Judges each custom resource on create against the CRD schemas" in " ".join(
+        doc.stdout.split()
+    )
 
 
 def test_the_installed_collection_judges_the_sample(tmp_path):
