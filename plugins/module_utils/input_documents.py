@@ -1,6 +1,6 @@
 # Copyright: C5C3 Glance operator authors
 # Apache License 2.0 (see LICENSE)
-"""An offline input: one Glance, its GlanceBackends and the Secrets they reference.
+"""An offline input: one Glance, its GlanceBackends and the Secrets (and ConfigMaps) they use.
 
 ``judge_documents`` judges every custom resource of such a set as the API server and the
 webhook would on create, with the set's own GlanceBackends as the siblings of the
@@ -31,6 +31,7 @@ class InputSet:
     glance: dict[str, Any] | None = None
     backends: list[dict[str, Any]] = field(default_factory=list)
     secrets: list[dict[str, Any]] = field(default_factory=list)
+    configmaps: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -55,17 +56,19 @@ def split_documents(docs: Iterable[Any]) -> InputSet:
             found.backends.append(doc)
         elif kind == "Secret" and api == "v1":
             found.secrets.append(doc)
+        elif kind == "ConfigMap" and api == "v1":
+            found.configmaps.append(doc)
         else:
             found.errors.append(
-                f"{_where(doc, i)}: only {API_VERSION} Glance and GlanceBackend and v1 Secret "
-                "objects belong in an input"
+                f"{_where(doc, i)}: only {API_VERSION} Glance and GlanceBackend, and v1 Secret "
+                "and ConfigMap objects belong in an input"
             )
     if len(glances) != 1:
         found.errors.append(f"an input holds exactly one Glance, this one holds {len(glances)}")
         return found
     found.glance = glances[0]
     namespace = (found.glance.get("metadata") or {}).get("namespace") or "default"
-    for doc in [found.glance, *found.backends, *found.secrets]:
+    for doc in [found.glance, *found.backends, *found.secrets, *found.configmaps]:
         meta = doc.setdefault("metadata", {})
         meta.setdefault("namespace", namespace)
     return found

@@ -138,10 +138,10 @@ def test_the_stored_object_carries_schema_and_webhook_defaults():
 
 def test_a_glance_in_a_second_document_set_is_an_error():
     found = split_documents(
-        [GLANCE, GLANCE, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}]
+        [GLANCE, GLANCE, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}]
     )
     assert found.errors == [
-        "document 3 (ConfigMap x): only glance.openstack.c5c3.io/v1alpha1 Glance and GlanceBackend and v1 Secret objects belong in an input",
+        "document 3 (Deployment x): only glance.openstack.c5c3.io/v1alpha1 Glance and GlanceBackend, and v1 Secret and ConfigMap objects belong in an input",
         "an input holds exactly one Glance, this one holds 2",
     ]
 

@@ -1,0 +1,131 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""Condition types, reasons and event reasons: every one a named constant, used in one place.
+
+A condition is a plain mapping ``{type, status, reason, message}`` while it is computed;
+the report step adds ``observedGeneration`` and ``lastTransitionTime`` when it writes status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+TRUE = "True"
+FALSE = "False"
+
+# --- Glance condition types ------------------------------------------------------------
+SECRETS_READY = "SecretsReady"
+BACKENDS_READY = "BackendsReady"
+DATABASE_READY = "DatabaseReady"
+DEPLOYMENT_READY = "DeploymentReady"
+GLANCE_API_READY = "GlanceAPIReady"
+HPA_READY = "HPAReady"
+NETWORK_POLICY_READY = "NetworkPolicyReady"
+HTTPROUTE_READY = "HTTPRouteReady"
+DB_PURGE_READY = "DBPurgeReady"
+READY = "Ready"
+EXTRA_CONFIG_HEALTHY = "ExtraConfigHealthy"
+
+# The nine conditions whose conjunction is Ready (ExtraConfigHealthy is informational).
+READY_PARTS = (
+    SECRETS_READY,
+    BACKENDS_READY,
+    DATABASE_READY,
+    DEPLOYMENT_READY,
+    GLANCE_API_READY,
+    HPA_READY,
+    NETWORK_POLICY_READY,
+    HTTPROUTE_READY,
+    DB_PURGE_READY,
+)
+
+# --- Glance reasons ----------------------------------------------------------------------
+SECRETS_AVAILABLE = "SecretsAvailable"
+WAITING_FOR_DB_CREDENTIALS = "WaitingForDBCredentials"
+WAITING_FOR_SERVICE_USER_CREDENTIALS = "WaitingForServiceUserCredentials"
+CONFIG_ERROR = "ConfigError"
+
+ALL_BACKENDS_PROJECTED = "AllBackendsProjected"
+WAITING_FOR_BACKENDS = "WaitingForBackends"
+NO_DEFAULT_BACKEND = "NoDefaultBackend"
+
+DATABASE_SYNCED = "DatabaseSynced"
+WAITING_FOR_DATABASE = "WaitingForDatabase"
+IMAGE_RELEASE_MISMATCH = "ImageReleaseMismatch"
+DB_SYNC_IN_PROGRESS = "DBSyncInProgress"
+DB_SYNC_FAILED = "DBSyncFailed"
+
+DEPLOYMENT_READY_REASON = "DeploymentReady"
+WAITING_FOR_DEPLOYMENT = "WaitingForDeployment"
+
+API_HEALTHY = "APIHealthy"
+API_UNHEALTHY = "APIUnhealthy"
+ENDPOINT_NOT_READY = "EndpointNotReady"
+HEALTH_CHECK_TIMEOUT = "HealthCheckTimeout"
+CONNECTION_FAILED = "ConnectionFailed"
+HEALTH_CHECK_FAILED = "HealthCheckFailed"
+
+HPA_READY_REASON = "HPAReady"
+HPA_NOT_REQUIRED = "HPANotRequired"
+NETWORK_POLICY_READY_REASON = "NetworkPolicyReady"
+NETWORK_POLICY_NOT_REQUIRED = "NetworkPolicyNotRequired"
+HTTPROUTE_ACCEPTED = "HTTPRouteAccepted"
+HTTPROUTE_NOT_REQUIRED = "HTTPRouteNotRequired"
+HTTPROUTE_NOT_ACCEPTED = "HTTPRouteNotAccepted"
+GATEWAY_API_NOT_INSTALLED = "GatewayAPINotInstalled"
+DB_PURGE_SCHEDULED = "DBPurgeScheduled"
+DB_PURGE_SUSPENDED = "DBPurgeSuspended"
+DB_PURGE_JOB_FAILED = "DBPurgeJobFailed"
+
+ALL_READY = "AllReady"
+NOT_ALL_READY = "NotAllReady"
+
+NO_OWNED_KEYS_OVERRIDDEN = "NoOwnedKeysOverridden"
+OWNED_KEYS_OVERRIDDEN = "OwnedKeysOverridden"
+
+# --- GlanceBackend condition types and reasons ------------------------------------------
+CREDENTIALS_READY = "CredentialsReady"
+CONFIG_PROJECTED = "ConfigProjected"
+BACKEND_READY_PARTS = (CREDENTIALS_READY, CONFIG_PROJECTED)
+
+CREDENTIALS_AVAILABLE = "CredentialsAvailable"
+WAITING_FOR_CREDENTIALS = "WaitingForCredentials"
+WAITING_FOR_PARENT = "WaitingForParent"
+CONFIG_PROJECTED_REASON = "ConfigProjected"
+WAITING_FOR_PROJECTION = "WaitingForProjection"
+
+# --- Event reasons (all on the Glance) ---------------------------------------------------
+EVENT_GLANCE_BACKEND_SKIPPED = "GlanceBackendSkipped"
+EVENT_EXTRA_CONFIG_OWNED_KEY_OVERRIDE = "ExtraConfigOwnedKeyOverride"
+EVENT_DATABASE_SYNCED = "DatabaseSynced"
+EVENT_DB_SYNC_FAILED = "DBSyncFailed"
+EVENT_DB_PURGE_JOB_FAILED = "DBPurgeJobFailed"
+
+
+def condition(type_: str, status: bool | str, reason: str, message: str) -> dict[str, str]:
+    """A condition as computed (no observedGeneration or lastTransitionTime yet)."""
+    if isinstance(status, bool):
+        status = TRUE if status else FALSE
+    return {"type": type_, "status": status, "reason": reason, "message": message}
+
+
+def by_type(conditions: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {c["type"]: c for c in conditions}
+
+
+def aggregate_ready(
+    conditions: Iterable[Mapping[str, Any]], parts: tuple[str, ...] = READY_PARTS
+) -> dict[str, str]:
+    """``Ready``: True exactly when every one of ``parts`` is present and True."""
+    present = by_type(conditions)
+    missing = [p for p in parts if p not in present]
+    not_true = [p for p in parts if p in present and present[p]["status"] != TRUE]
+    if not missing and not not_true:
+        return condition(READY, True, ALL_READY, "All conditions are ready")
+    detail = []
+    if not_true:
+        detail.append("not ready: " + ", ".join(not_true))
+    if missing:
+        detail.append("not yet reported: " + ", ".join(missing))
+    return condition(READY, False, NOT_ALL_READY, "; ".join(detail))
