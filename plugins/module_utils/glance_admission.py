@@ -655,7 +655,9 @@ def warn_import_filtering(spec: Mapping[str, Any]) -> list[str]:
                 f"spec.importFiltering.{allow}: [] to filter with the deny-list alone"
             )
         allowed = filtering.get(allow)
-        if allowed is not None and (not allowed or any(v not in default for v in allowed)):
+        widened = allowed is not None and (not allowed or any(v not in default for v in allowed))
+        # Hosts already pinned to an allow-list: the advice below is already followed.
+        if widened and not filtering.get("allowedHosts"):
             warnings.append(
                 f"spec.importFiltering.{allow} widens the default {shown} for web-download "
                 "imports: pin spec.importFiltering.allowedHosts to the mirrors you trust, or "

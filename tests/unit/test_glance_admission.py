@@ -777,6 +777,16 @@ def test_inert_deny_list_and_widened_allow_list_earn_warnings():
     assert judge({"importFiltering": {"allowedSchemes": ["https"], "allowedPorts": [443]}})[1] == []
 
 
+def test_a_widened_allow_list_with_pinned_hosts_earns_no_warning():
+    pinned = {
+        "allowedSchemes": ["http", "https"],
+        "allowedPorts": [80, 443],
+        "allowedHosts": ["mirror.example.com"],
+    }
+    assert judge({"importFiltering": pinned})[1] == []
+    assert len(judge({"importFiltering": dict(pinned, allowedHosts=[])})[1]) == 2
+
+
 def test_lowering_retention_warns_on_update_only():
     old = patched(GLANCE, {"spec": {"dbPurge": {"retentionDays": 30}}})
     ctx = AdmissionContext(operation="UPDATE", old=old)
