@@ -35,9 +35,13 @@ $(COLLECTION_LINK):
 venv: $(STAMP) $(COLLECTION_LINK) ## Create the virtual environment and link the collection
 
 .PHONY: demo
-demo: venv ## Validate the bundled samples and print what they describe
+demo: venv ## Render the bundled samples into out/ and summarise each render
 	@for f in $(SAMPLES); do \
-	  $(BIN)/ansible-playbook playbooks/validate.yml -e validate_input=$(CURDIR)/$$f || exit 1; \
+	  name=$$(basename $$f .yaml); \
+	  echo "== $$f -> out/$$name/"; \
+	  log=$$($(BIN)/ansible-playbook playbooks/render.yml -e render_input=$(CURDIR)/$$f \
+	    -e render_output=$(CURDIR)/out/$$name 2>&1) || { echo "$$log"; exit 1; }; \
+	  echo "$$log" | sed -n '/"msg": \[/,/^    \]/p' | sed '1d;$$d'; \
 	done
 
 .PHONY: test

@@ -227,6 +227,10 @@ def check_logging(spec, ctx, meta) -> Iterable[fe.FieldError]:
         path = fe.key("spec.logging.perLoggerLevels", name)
         if not name:
             yield fe.invalid(path, name, "logger name must not be empty")
+        elif _has_control(name):
+            yield fe.invalid(
+                path, _echo(name), "logger name must not contain a newline or carriage return"
+            )
         if level not in LOG_LEVELS:
             yield fe.not_supported(path, level, list(LOG_LEVELS))
 

@@ -19,20 +19,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils import field_errors as fe
-from ansible_collections.c5c3.glance.plugins.module_utils.owned_keys import owned_key
+from ansible_collections.c5c3.glance.plugins.module_utils.owned_keys import (
+    normalize_option,
+    normalize_section,
+    owned_key,
+)
 
 RELEASE_PATTERN = re.compile(r"^\d{4}\.[12]$")
 RESERVED_STORE_SECTIONS = frozenset({"os_glance_staging_store", "os_glance_tasks_store"})
-
-
-def normalize_section(section: str) -> str:
-    """oslo.config matches group names case-insensitively, except ``DEFAULT``."""
-    return section if section == "DEFAULT" else section.lower()
-
-
-def normalize_option(option: str) -> str:
-    """oslo.config accepts ``-`` for ``_`` in option names."""
-    return option.replace("-", "_")
 
 
 def lookup(catalog: Mapping[str, Any], section: str, option: str) -> Mapping[str, Any] | None:

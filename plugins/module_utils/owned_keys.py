@@ -165,9 +165,19 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
 _BY_NAME = {(k.section, k.key): k for k in OWNED_KEYS}
 
 
+def normalize_section(section: str) -> str:
+    """oslo.config matches group names case-insensitively, except ``DEFAULT``."""
+    return section if section == "DEFAULT" else section.lower()
+
+
+def normalize_option(option: str) -> str:
+    """oslo.config accepts ``-`` for ``_`` in option names."""
+    return option.replace("-", "_")
+
+
 def owned_key(section: str, key: str) -> OwnedKey | None:
-    """The registry entry of ``[section] key``, or None when the operator does not own it."""
-    return _BY_NAME.get((section, key))
+    """The registry entry of ``[section] key`` as oslo.config reads those names, or None."""
+    return _BY_NAME.get((normalize_section(section), normalize_option(key)))
 
 
 def rejected_override_message(entry: OwnedKey) -> str:

@@ -538,6 +538,27 @@ CASES = [
     ),
     (
         "extraConfig owned",
+        {"extraConfig": {"Keystone_Authtoken": {"password": "hunter2"}}},
+        [
+            "spec.extraConfig[Keystone_Authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (a password in extraConfig would be stored in a ConfigMap in clear text)"
+        ],
+    ),
+    (
+        "extraConfig owned",
+        {"extraConfig": {"import_filtering_opts": {"disallowed-hosts": "[]"}}},
+        [
+            "spec.extraConfig[import_filtering_opts][disallowed-hosts]: Forbidden: disallowed_hosts is managed via spec.importFiltering and must not be set in extraConfig (the web-download filter would no longer be what spec.importFiltering says)"
+        ],
+    ),
+    (
+        "logging",
+        {"logging": {"perLoggerLevels": {"glance\napi": "INFO"}}},
+        [
+            'spec.logging.perLoggerLevels[glance\napi]: Invalid value: "glance\\napi": logger name must not contain a newline or carriage return'
+        ],
+    ),
+    (
+        "extraConfig owned",
         {"extraConfig": {"import_filtering_opts": {"disallowed_hosts": "[]"}}},
         [
             "spec.extraConfig[import_filtering_opts][disallowed_hosts]: Forbidden: disallowed_hosts is managed via spec.importFiltering and must not be set in extraConfig (the web-download filter would no longer be what spec.importFiltering says)"
