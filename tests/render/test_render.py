@@ -1,0 +1,166 @@
+"""Offline render, end to end through ``playbooks/render.yml``: goldens, schemas, behaviours.
+
+Golden files make every change in output a visible diff. After an intended change,
+regenerate them with ``UPDATE_GOLDEN=1 make unit`` and review the diff before committing.
+"""
+
+from __future__ import annotations
+
+import os
+
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import GOLDEN, inputs, render_to
+from support.pod_security import restricted_violations
+
+KUBERNETES_VERSION = "1.37.0"
+NAMES = sorted(inputs())
+POD_KINDS = {
+    "Deployment": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_render_matches_its_golden_files(renders, name):
+    render = renders[name]
+    folder = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "manifests.yaml").write_text(render.manifests_text)
+        (folder / "status.yaml").write_text(render.status_text)
+    assert render.manifests_text == (folder / "manifests.yaml").read_text()
+    assert render.status_text == (folder / "status.yaml").read_text()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_rendered_object_is_valid_for_kubernetes(renders, name):
+    for obj in renders[name].manifests:
+        if obj["kind"] == "HTTPRoute":
+            continue  # a Gateway API CRD, not in the Kubernetes schemas: see test_httproute_shape
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_pod_spec_passes_the_restricted_pod_security_standard(renders, name):
+    for obj in renders[name].manifests:
+        path = POD_KINDS.get(obj["kind"])
+        if path is None:
+            continue
+        pod = obj
+        for key in path:
+            pod = pod[key]
+        assert restricted_violations(pod) == [], f"{obj['kind']} {obj['metadata']['name']}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_object_is_owned_by_the_glance_and_namespaced(renders, name):
+    for obj in renders[name].manifests:
+        meta = obj["metadata"]
+        assert meta["namespace"] == "openstack"
+        (owner,) = meta["ownerReferences"]
+        assert owner["kind"] == "Glance" and owner["name"] == "glance"
+        assert owner["controller"] is True and owner["uid"]
+
+
+def test_rendering_twice_gives_identical_bytes(renders, tmp_path):
+    first = renders["glance-full"]
+    again = render_to("again", first.source, tmp_path / "again")
+    assert again.returncode == 0, again.stdout
+    assert again.manifests_text == first.manifests_text
+    assert again.status_text == first.status_text
+
+
+def _with_default(source_text: str, default: str) -> str:
+    docs = list(yaml.safe_load_all(source_text))
+    for doc in docs:
+        if doc["kind"] == "GlanceBackend":
+            doc["spec"]["isDefault"] = doc["metadata"]["name"] == default
+    return yaml.safe_dump_all(docs)
+
+
+def test_an_isdefault_flip_changes_the_config_map_name_but_not_the_backends_secret(
+    renders, tmp_path
+):
+    full = renders["glance-full"]
+    flipped_input = tmp_path / "flipped.yaml"
+    flipped_input.write_text(_with_default(full.source.read_text(), "s3-archive"))
+    flipped = render_to("flipped", flipped_input, tmp_path / "flipped")
+    assert flipped.returncode == 0, flipped.stdout
+
+    def names(render, kind, base):
+        return [
+            o["metadata"]["name"]
+            for o in render.manifests
+            if o["kind"] == kind and o["metadata"]["name"].startswith(base)
+        ]
+
+    assert names(flipped, "ConfigMap", "glance-config-") != names(
+        full, "ConfigMap", "glance-config-"
+    )
+    assert names(flipped, "Secret", "glance-backends-") == names(full, "Secret", "glance-backends-")
+    conf = flipped.find("ConfigMap")["data"]["glance-api.conf"]
+    assert "default_backend = s3-archive" in conf
+
+
+def test_an_invalid_input_fails_names_each_field_and_writes_nothing(tmp_path):
+    docs = list(yaml.safe_load_all(inputs()["glance-minimal"].read_text()))
+    for doc in docs:
+        if doc["kind"] == "Glance":
+            doc["spec"]["openStackRelease"] = "2026.3"
+            doc["spec"]["image"]["digest"] = "sha256:" + "0" * 64
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump_all(docs))
+    out = tmp_path / "out"
+    result = render_to("bad", bad, out)
+    assert result.returncode != 0
+    assert "spec.openStackRelease in body should match" in result.stdout
+    assert "exactly one of image.tag or image.digest must be set" in result.stdout
+    assert not out.exists()
+
+
+def test_without_a_default_backend_only_the_db_connection_secret_is_rendered(renders):
+    render = renders["no-default-backend"]
+    assert [(o["kind"], o["metadata"]["name"]) for o in render.manifests] == [
+        ("Secret", "glance-db-connection")
+    ]
+    glance = render.status[0]["status"]["conditions"]
+    backends = {c["type"]: c for c in glance}["BackendsReady"]
+    assert (backends["status"], backends["reason"]) == ("False", "NoDefaultBackend")
+
+
+def test_the_minimal_sample_reports_what_it_can_know_offline(renders):
+    glance_status, backend_status = renders["glance-minimal"].status
+    conds = {c["type"]: (c["status"], c["reason"]) for c in glance_status["status"]["conditions"]}
+    assert conds == {
+        "SecretsReady": ("True", "SecretsAvailable"),
+        "BackendsReady": ("True", "AllBackendsProjected"),
+        "ExtraConfigHealthy": ("True", "NoOwnedKeysOverridden"),
+        "HPAReady": ("True", "HPANotRequired"),
+        "NetworkPolicyReady": ("True", "NetworkPolicyNotRequired"),
+        "HTTPRouteReady": ("True", "HTTPRouteNotRequired"),
+        "Ready": ("False", "NotAllReady"),
+    }
+    backend = {
+        c["type"]: (c["status"], c["reason"]) for c in backend_status["status"]["conditions"]
+    }
+    assert backend == {
+        "CredentialsReady": ("True", "CredentialsAvailable"),
+        "Ready": ("False", "NotAllReady"),
+    }
+
+
+def test_httproute_shape(renders):
+    route = renders["gateway"].find("HTTPRoute")
+    assert route["apiVersion"] == "gateway.networking.k8s.io/v1"
+    assert route["metadata"]["annotations"] == {"example.com/owner": "images-team"}
+    assert route["spec"]["parentRefs"] == [
+        {"name": "public", "namespace": "gateways", "sectionName": "https-glance"}
+    ]
+    assert route["spec"]["hostnames"] == ["glance.example.com"]
+    (rule,) = route["spec"]["rules"]
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/image"}}]
+    assert rule["backendRefs"] == [{"kind": "Service", "name": "glance", "port": 9292}]
+    assert rule["timeouts"] == {"request": "4h"}

@@ -1,0 +1,1224 @@
+"""What desired_objects decides about every owned object, table-driven.
+
+Each Glance is the stored object a cluster would keep (``admission.judge`` applies the
+schema and webhook defaults), unless a case needs a spec admission refuses, to show how
+the function copes with an object that bypassed it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import subprocess
+
+import pytest
+import yaml
+from support.builders import DELETE, GLANCE, patched
+
+from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
+
+CRD = load_crds()["Glance"]
+OWNER = {
+    "apiVersion": "glance.openstack.c5c3.io/v1alpha1",
+    "kind": "Glance",
+    "name": "glance",
+    "uid": "6f1c1d0e-5a4b-4c3d-9e8f-7a6b5c4d3e2f",
+}
+ARTIFACTS = do.Artifacts(
+    config_map="glance-config-0123abcd",
+    backends_secret="glance-backends-89abcdef",
+    config_data={"glance-api.conf": "[DEFAULT]\ndebug = false\n", "glance-api-paste.ini": "[x]\n"},
+    backends_data={"backends.conf": "[s3-default]\ns3_store_host = http://rgw:8080\n"},
+    dsn="mysql+pymysql://glance:secret@mariadb.openstack.svc:3306/glance?charset=utf8",
+    dsn_digest="d" * 64,
+    authtoken_digest="a" * 64,
+    s3_hosts=("http://rgw.storage.svc:8080",),
+    image_cache_max_size=8589934592,
+    owner=OWNER,
+)
+API_MOUNTS = [
+    {"name": "config", "mountPath": "/etc/glance/glance-api.conf.d/", "readOnly": True},
+    {"name": "backends", "mountPath": "/etc/glance/backends.conf.d/", "readOnly": True},
+    {"name": "staging", "mountPath": "/var/lib/glance/staging"},
+    {"name": "tasks-work", "mountPath": "/var/lib/glance/tasks-work"},
+]
+TMP_MOUNT = {"name": "tmp", "mountPath": "/tmp"}
+TLS = {
+    "mode": "verify-full",
+    "caBundleSecretRef": {"name": "db-ca"},
+    "clientCertSecretRef": {"name": "db-client"},
+}
+
+
+def stored(spec: dict | None = None, **metadata) -> dict:
+    """The Glance as the API server stores it, after every default."""
+    verdict = judge(CRD, patched(GLANCE, {"spec": spec or {}, "metadata": metadata}))
+    assert verdict.allowed, verdict.messages()
+    return verdict.object
+
+
+def artifacts(**changes) -> do.Artifacts:
+    return dataclasses.replace(ARTIFACTS, **changes)
+
+
+def desired(spec: dict | None = None, art: do.Artifacts = ARTIFACTS, **kw) -> dict:
+    return do.desired_objects(stored(spec), art, **kw)
+
+
+def api_container(spec: dict | None = None, art: do.Artifacts = ARTIFACTS) -> dict:
+    return do.deployment(stored(spec), art)["pod"]["containers"][0]
+
+
+def pod_of(key: str, spec: dict | None = None, art: do.Artifacts = ARTIFACTS) -> dict:
+    return desired(spec, art)[key]["pod"]
+
+
+# --- the uWSGI command --------------------------------------------------------------------
+
+DEFAULT_COMMAND = [
+    "uwsgi",
+    "--http",
+    ":9292",
+    "--http-auto-chunked",
+    "--http-chunked-input",
+    "--chunked-input-limit",
+    "16777216",
+    "--http-keepalive",
+    "--log-master",
+    "--log-format",
+    "%(method) %(uri) => generated %(rsize) bytes in %(msecs) msecs (%(proto) %(status))",
+    "--wsgi-file",
+    "/var/lib/openstack/bin/glance-wsgi-api",
+    "--master",
+    "--lazy-apps",
+    "--need-app",
+    "--processes",
+    "2",
+    "--threads",
+    "1",
+    "--pyargv",
+    "--config-dir /etc/glance/glance-api.conf.d/ --config-dir /etc/glance/backends.conf.d/",
+]
+
+
+@pytest.mark.parametrize("release", ["2025.2", "2026.1", "2026.2"])
+def test_every_release_launches_under_uwsgi_with_the_reference_tokens(release):
+    assert api_container({"openStackRelease": release})["command"] == DEFAULT_COMMAND
+
+
+def test_an_empty_uwsgi_block_gives_the_default_command():
+    assert api_container({"apiServer": {"uwsgi": {}}})["command"] == DEFAULT_COMMAND
+
+
+def _replaced(tokens: list[str], old: list[str], new: list[str]) -> list[str]:
+    for i in range(len(tokens)):
+        if tokens[i : i + len(old)] == old:
+            return tokens[:i] + new + tokens[i + len(old) :]
+    raise AssertionError(f"{old} not in {tokens}")
+
+
+@pytest.mark.parametrize(
+    ("uwsgi", "expected"),
+    [
+        pytest.param(
+            {"httpKeepAlive": False},
+            _replaced(DEFAULT_COMMAND, ["--http-keepalive"], []),
+            id="keepalive-false-drops-the-flag",
+        ),
+        pytest.param(
+            {"httpKeepAliveTimeout": 5},
+            _replaced(
+                DEFAULT_COMMAND,
+                ["--http-keepalive"],
+                ["--http-keepalive", "--http-keepalive-timeout", "5"],
+            ),
+            id="keepalive-timeout-follows-keepalive",
+        ),
+        pytest.param(
+            {"harakiri": 20},
+            [*DEFAULT_COMMAND, "--harakiri", "20"],
+            id="harakiri-is-last",
+        ),
+        pytest.param(
+            {"processes": 4, "threads": 3},
+            _replaced(
+                DEFAULT_COMMAND,
+                ["--processes", "2", "--threads", "1"],
+                ["--processes", "4", "--threads", "3"],
+            ),
+            id="processes-and-threads",
+        ),
+    ],
+)
+def test_each_uwsgi_knob_changes_exactly_its_tokens(uwsgi, expected):
+    assert api_container({"apiServer": {"uwsgi": uwsgi}})["command"] == expected
+
+
+@pytest.mark.parametrize(
+    ("uwsgi", "absent"),
+    [
+        ({"httpKeepAlive": False, "httpKeepAliveTimeout": 5}, "--http-keepalive-timeout"),
+        ({"harakiri": 0}, "--harakiri"),
+        ({"httpKeepAliveTimeout": 0}, "--http-keepalive-timeout"),
+    ],
+)
+def test_a_spec_that_bypassed_admission_never_emits_a_meaningless_cap(uwsgi, absent):
+    assert absent not in do.uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
+
+
+def test_processes_and_threads_below_one_fall_back_to_the_defaults():
+    command = do.uwsgi_command({"apiServer": {"uwsgi": {"processes": 0, "threads": -1}}})
+    assert command[command.index("--processes") + 1] == "2"
+    assert command[command.index("--threads") + 1] == "1"
+
+
+def test_the_pyargv_value_is_one_argv_element():
+    command = do.uwsgi_command({})
+    assert command[command.index("--pyargv") + 1].count("--config-dir") == 2
+
+
+def test_the_chunked_input_limit_lets_a_one_mib_chunk_and_its_framing_through():
+    command = do.uwsgi_command({})
+    position = command.index("--chunked-input-limit")
+    assert command[position - 1] == "--http-chunked-input"
+    one_mib_chunk_with_framing = 1024 * 1024 + len("100000\r\n") + len("\r\n")
+    assert int(command[position + 1]) == do.UWSGI_CHUNKED_INPUT_LIMIT
+    assert int(command[position + 1]) > 10 * one_mib_chunk_with_framing
+
+
+# --- the API container --------------------------------------------------------------------
+
+
+def test_all_three_probes_get_the_healthcheck_with_the_decided_timings():
+    container = api_container()
+    http_get = {"path": "/healthcheck", "port": 9292}
+    assert container["startup_probe"] == {
+        "httpGet": http_get,
+        "periodSeconds": 10,
+        "timeoutSeconds": 8,
+        "failureThreshold": 30,
+    }
+    assert container["liveness_probe"] == {
+        "httpGet": http_get,
+        "initialDelaySeconds": 15,
+        "periodSeconds": 20,
+        "timeoutSeconds": 10,
+        "failureThreshold": 3,
+    }
+    assert container["readiness_probe"] == {
+        "httpGet": http_get,
+        "initialDelaySeconds": 10,
+        "periodSeconds": 15,
+        "timeoutSeconds": 10,
+        "failureThreshold": 3,
+    }
+
+
+def test_the_env_is_the_dsn_then_the_service_user_password_in_that_order():
+    assert api_container()["env"] == [
+        {
+            "name": "OS_DATABASE__CONNECTION",
+            "valueFrom": {"secretKeyRef": {"name": "glance-db-connection", "key": "connection"}},
+        },
+        {
+            "name": "OS_KEYSTONE_AUTHTOKEN__PASSWORD",
+            "valueFrom": {"secretKeyRef": {"name": "glance-service-user", "key": "password"}},
+        },
+    ]
+
+
+def test_the_service_user_key_is_taken_from_the_spec():
+    spec = {"serviceUser": {"secretRef": {"name": "su", "key": "token"}}}
+    assert api_container(spec)["env"][1]["valueFrom"]["secretKeyRef"] == {
+        "name": "su",
+        "key": "token",
+    }
+
+
+@pytest.mark.parametrize(
+    ("image", "reference"),
+    [
+        ({"repository": "ghcr.io/c5c3/glance", "tag": "2026.2"}, "ghcr.io/c5c3/glance:2026.2"),
+        (
+            {"repository": "ghcr.io/c5c3/glance", "tag": DELETE, "digest": "sha256:" + "0" * 64},
+            "ghcr.io/c5c3/glance@sha256:" + "0" * 64,
+        ),
+    ],
+)
+def test_the_image_reference_is_a_digest_when_pinned_else_the_tag(image, reference):
+    objects = desired({"image": image, "imageCache": {}})
+    containers = objects["deployment"]["pod"]["containers"]
+    assert [c["image"] for c in containers] == [reference, reference]
+    assert objects["db_sync_job"]["pod"]["containers"][0]["image"] == reference
+    assert objects["db_purge_cronjob"]["pod"]["containers"][0]["image"] == reference
+
+
+@pytest.mark.parametrize(
+    ("deployment", "sleep", "grace"),
+    [
+        ({}, "sleep 5", 30),
+        ({"preStopSleepSeconds": 10, "terminationGracePeriodSeconds": 60}, "sleep 10", 60),
+    ],
+)
+def test_the_prestop_sleep_and_grace_period_default_to_5_and_30(deployment, sleep, grace):
+    objects = desired({"deployment": deployment})
+    assert objects["deployment"]["pod"]["containers"][0]["lifecycle"] == {
+        "preStop": {"exec": {"command": ["/bin/sh", "-c", sleep]}}
+    }
+    assert objects["deployment"]["pod"]["termination_grace_period_seconds"] == grace
+
+
+def test_resources_are_taken_verbatim_after_the_webhook_defaults():
+    assert api_container()["resources"] == {
+        "requests": {"memory": "512Mi", "cpu": "100m"},
+        "limits": {"memory": "1Gi", "cpu": "500m"},
+    }
+    custom = {"requests": {"cpu": "1", "ephemeral-storage": "20Gi"}, "limits": {"cpu": "2"}}
+    assert api_container({"deployment": {"resources": custom}})["resources"] == custom
+
+
+def test_the_api_port_is_9292():
+    assert api_container()["ports"] == [
+        {"name": "glance-api", "containerPort": 9292, "protocol": "TCP"}
+    ]
+
+
+# --- volumes ------------------------------------------------------------------------------
+
+
+def volumes_of(spec: dict | None = None) -> dict[str, dict]:
+    return {v["name"]: v for v in do.deployment(stored(spec), ARTIFACTS)["pod"]["volumes"]}
+
+
+@pytest.mark.parametrize(
+    ("staging", "source"),
+    [
+        pytest.param(None, {"sizeLimit": "10Gi"}, id="default-10Gi"),
+        pytest.param({}, {"sizeLimit": "10Gi"}, id="empty-block-10Gi"),
+        pytest.param({"sizeLimit": "40Gi"}, {"sizeLimit": "40Gi"}, id="explicit"),
+        pytest.param({"sizeLimit": "40960Mi"}, {"sizeLimit": "40Gi"}, id="canonical-form"),
+        pytest.param({"unbounded": True}, {}, id="unbounded-has-no-limit"),
+    ],
+)
+def test_both_scratch_volumes_carry_the_resolved_staging_limit(staging, source):
+    volumes = volumes_of({"staging": staging} if staging is not None else {})
+    assert volumes["staging"] == {"name": "staging", "emptyDir": source}
+    assert volumes["tasks-work"] == {"name": "tasks-work", "emptyDir": source}
+
+
+def test_volumes_and_mounts_follow_the_reference_order_with_tmp_last():
+    pod = do.deployment(stored({"database": {"tls": TLS}, "imageCache": {}}), ARTIFACTS)["pod"]
+    assert [v["name"] for v in pod["volumes"]] == [
+        "config",
+        "backends",
+        "staging",
+        "tasks-work",
+        "db-tls",
+        "image-cache",
+        "tmp",
+    ]
+    assert pod["containers"][0]["volume_mounts"] == [
+        *API_MOUNTS,
+        {"name": "db-tls", "mountPath": "/etc/glance/db-tls/", "readOnly": True},
+        {"name": "image-cache", "mountPath": "/var/lib/glance/image-cache"},
+        TMP_MOUNT,
+    ]
+    assert pod["volumes"][0] == {"name": "config", "configMap": {"name": "glance-config-0123abcd"}}
+    assert pod["volumes"][1] == {
+        "name": "backends",
+        "secret": {"secretName": "glance-backends-89abcdef"},
+    }
+    assert pod["volumes"][-1] == {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}
+
+
+def test_without_tls_or_cache_the_pod_has_only_the_four_reference_volumes_and_tmp():
+    pod = do.deployment(stored(), ARTIFACTS)["pod"]
+    assert [v["name"] for v in pod["volumes"]] == [
+        "config",
+        "backends",
+        "staging",
+        "tasks-work",
+        "tmp",
+    ]
+    assert pod["containers"][0]["volume_mounts"] == [*API_MOUNTS, TMP_MOUNT]
+
+
+DB_TLS_VOLUME = {
+    "name": "db-tls",
+    "projected": {
+        "defaultMode": 256,
+        "sources": [
+            {"secret": {"name": "db-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {
+                "secret": {
+                    "name": "db-client",
+                    "items": [
+                        {"key": "tls.crt", "path": "tls.crt"},
+                        {"key": "tls.key", "path": "tls.key"},
+                    ],
+                }
+            },
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("mode", ["prefer", "require", "verify-ca", "verify-full"])
+def test_db_tls_is_projected_read_only_0400_when_a_mode_is_set(mode):
+    assert volumes_of({"database": {"tls": {**TLS, "mode": mode}}})["db-tls"] == DB_TLS_VOLUME
+
+
+@pytest.mark.parametrize(
+    "tls",
+    [None, {**TLS, "mode": "disabled"}, {k: v for k, v in TLS.items() if k != "mode"}],
+    ids=["unset", "disabled", "no-mode"],
+)
+def test_no_db_tls_volume_without_a_mode_or_when_disabled(tls):
+    spec = {"database": {"tls": tls}} if tls is not None else {}
+    objects = desired(spec)
+    assert "db-tls" not in volumes_of(spec)
+    for key in ("db_sync_job", "db_purge_cronjob"):
+        assert "db-tls" not in [v["name"] for v in objects[key]["pod"]["volumes"]]
+
+
+@pytest.mark.parametrize("key", ["db_sync_job", "db_purge_cronjob"])
+def test_every_job_that_gets_the_dsn_also_mounts_the_db_tls_material(key):
+    pod = pod_of(key, {"database": {"tls": TLS}})
+    container = pod["containers"][0]
+    assert container["env"] == [
+        {
+            "name": "OS_DATABASE__CONNECTION",
+            "valueFrom": {"secretKeyRef": {"name": "glance-db-connection", "key": "connection"}},
+        }
+    ]
+    assert pod["volumes"] == [
+        {"name": "config", "configMap": {"name": "glance-config-0123abcd"}},
+        DB_TLS_VOLUME,
+        {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+    ]
+    assert container["volume_mounts"] == [
+        {"name": "config", "mountPath": "/etc/glance/glance-api.conf.d/", "readOnly": True},
+        {"name": "db-tls", "mountPath": "/etc/glance/db-tls/", "readOnly": True},
+        TMP_MOUNT,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("image_cache", "limit"),
+    [({}, "10Gi"), ({"sizeLimit": "20Gi"}, "20Gi"), ({"sizeLimit": "256Mi"}, "256Mi")],
+)
+def test_the_image_cache_volume_carries_the_resolved_cache_limit(image_cache, limit):
+    assert volumes_of({"imageCache": image_cache})["image-cache"] == {
+        "name": "image-cache",
+        "emptyDir": {"sizeLimit": limit},
+    }
+
+
+# --- the cache-maintenance sidecar --------------------------------------------------------
+
+
+def sidecar(spec: dict, art: do.Artifacts = ARTIFACTS) -> dict:
+    containers = do.deployment(stored(spec), art)["pod"]["containers"]
+    assert [c["name"] for c in containers] == ["glance-api", "cache-maintenance"]
+    return containers[1]
+
+
+def script_values(script: str) -> dict[str, str]:
+    head = script.split("\nwhile", 1)[0]
+    return dict(line.split("=", 1) for line in head.splitlines())
+
+
+def test_no_sidecar_and_no_cache_volume_without_image_cache():
+    pod = do.deployment(stored(), ARTIFACTS)["pod"]
+    assert [c["name"] for c in pod["containers"]] == ["glance-api"]
+    assert "image-cache" not in [v["name"] for v in pod["volumes"]]
+
+
+@pytest.mark.parametrize(
+    ("image_cache", "max_size", "interval", "high_water"),
+    [
+        pytest.param({}, 8589934592, "300", "8388608", id="defaults"),
+        pytest.param(
+            {"sizeLimit": "20Gi", "maintenanceInterval": "10m"},
+            17179869184,
+            "600",
+            "16777216",
+            id="explicit",
+        ),
+        pytest.param({"maintenanceInterval": "1h30m"}, 8589934592, "5400", "8388608", id="hours"),
+        pytest.param(
+            {"sizeLimit": "256Mi", "maintenanceInterval": "90s"},
+            214748360,
+            "90",
+            "209715",
+            id="high-water-rounds-down",
+        ),
+    ],
+)
+def test_the_sidecar_script_takes_interval_poll_and_high_water_mark(
+    image_cache, max_size, interval, high_water
+):
+    container = sidecar({"imageCache": image_cache}, artifacts(image_cache_max_size=max_size))
+    shell, flags, dash_c, script = container["command"]
+    assert (shell, flags, dash_c) == ("/bin/sh", "-eu", "-c")
+    assert script_values(script) == {
+        "interval": interval,
+        "poll": "30",
+        "high_water_kib": high_water,
+        "dir": "/var/lib/glance/image-cache",
+        "conf": "/etc/glance/glance-api.conf.d/",
+        "elapsed": "0",
+        "failures": "0",
+    }
+
+
+def test_the_sidecar_script_keeps_the_reference_loop_and_messages():
+    script = sidecar({"imageCache": {}})["command"][3]
+    for line in (
+        'sleep "$poll"',
+        'used_kib=$(du -sk --exclude=incomplete --exclude=invalid --exclude=queue "$dir" | cut -f1)',
+        'echo "glance-cache-maintenance unmeasured: could not measure $dir; running a pass anyway" >&2',
+        'if [ "$elapsed" -lt "$interval" ] && [ "$used_kib" -lt "$high_water_kib" ]; then',
+        'glance-cache-pruner --config-dir "$conf" || rc=1',
+        'glance-cache-cleaner --config-dir "$conf" || rc=1',
+        'echo "glance-cache-maintenance recovered: after $failures consecutive failures" >&2',
+        'echo "glance-cache-maintenance failed: $failures consecutive," \\',
+        '"cache at $used_kib KiB of $high_water_kib" >&2',
+    ):
+        assert line in script
+    assert script.index("glance-cache-pruner") < script.index("glance-cache-cleaner")
+
+
+def run_maintenance_loop(tmp_path, script: str, failing_runs: int, cache_dir) -> str:
+    """Run the loop with a zero poll and fake CLIs; return its stderr after a second."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    (bin_dir / "glance-cache-pruner").write_text(
+        f'#!/bin/sh\necho pruner "$@" >> {calls}\n'
+        f"[ $(grep -c pruner {calls}) -gt {failing_runs} ]\n"
+    )
+    (bin_dir / "glance-cache-cleaner").write_text(f'#!/bin/sh\necho cleaner "$@" >> {calls}\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    script = script.replace("poll=30", "poll=0").replace(
+        "dir=/var/lib/glance/image-cache", f"dir={cache_dir}"
+    )
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    try:
+        subprocess.run(["/bin/sh", "-eu", "-c", script], env=env, capture_output=True, timeout=1)
+    except subprocess.TimeoutExpired as stopped:
+        assert calls.read_text().startswith(
+            "pruner --config-dir /etc/glance/glance-api.conf.d/\n"
+            "cleaner --config-dir /etc/glance/glance-api.conf.d/\n"
+        )
+        return (stopped.stderr or b"").decode()
+    raise AssertionError("the maintenance loop ended; it must run until the pod stops")
+
+
+def test_the_maintenance_loop_survives_failures_and_reports_the_count_and_recovery(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "image").write_bytes(b"x" * 8192)
+    # A high-water mark of 1 KiB: the cache is above it, so every poll runs a pass.
+    art = artifacts(image_cache_max_size=1024)
+    script = sidecar({"imageCache": {}}, art)["command"][3]
+    stderr = run_maintenance_loop(tmp_path, script, failing_runs=2, cache_dir=cache)
+    lines = stderr.splitlines()
+    assert re.fullmatch(
+        r"glance-cache-maintenance failed: 1 consecutive, cache at \d+ KiB of 1", lines[0]
+    )
+    assert re.fullmatch(
+        r"glance-cache-maintenance failed: 2 consecutive, cache at \d+ KiB of 1", lines[1]
+    )
+    assert lines[2] == "glance-cache-maintenance recovered: after 2 consecutive failures"
+    assert "failed: 3 consecutive" not in stderr
+
+
+def test_an_unmeasurable_cache_is_reported_and_still_pruned(tmp_path):
+    script = sidecar({"imageCache": {}})["command"][3]
+    stderr = run_maintenance_loop(tmp_path, script, failing_runs=0, cache_dir=tmp_path / "missing")
+    assert (
+        f"glance-cache-maintenance unmeasured: could not measure {tmp_path / 'missing'}; "
+        "running a pass anyway"
+    ) in stderr
+
+
+def test_the_sidecar_is_restricted_small_and_mounts_only_config_cache_and_tmp():
+    container = sidecar({"imageCache": {}})
+    assert container["env"] == [] and container["ports"] == []
+    assert container["startup_probe"] is None and container["liveness_probe"] is None
+    assert container["readiness_probe"] is None and container["lifecycle"] is None
+    assert container["resources"] == {
+        "requests": {"cpu": "25m", "memory": "64Mi"},
+        "limits": {"memory": "256Mi"},
+    }
+    assert container["volume_mounts"] == [
+        {"name": "config", "mountPath": "/etc/glance/glance-api.conf.d/", "readOnly": True},
+        {"name": "image-cache", "mountPath": "/var/lib/glance/image-cache"},
+        TMP_MOUNT,
+    ]
+    assert container["security_context"] == do.CONTAINER_SECURITY_CONTEXT
+
+
+def test_an_image_cache_without_its_max_size_artifact_is_a_caller_error():
+    with pytest.raises(ValueError, match="image_cache_max_size is required"):
+        do.deployment(stored({"imageCache": {}}), artifacts(image_cache_max_size=None))
+
+
+# --- Deployment knobs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "replicas"),
+    [
+        pytest.param({}, 3, id="default-3"),
+        pytest.param({"deployment": {"replicas": 1}}, 1, id="explicit-1"),
+        pytest.param(
+            {"autoscaling": {"maxReplicas": 5, "targetCPUUtilization": 80}}, None, id="hpa-owns-it"
+        ),
+    ],
+)
+def test_replicas_are_omitted_while_autoscaling_is_set(spec, replicas):
+    assert desired(spec)["deployment"]["replicas"] == replicas
+
+
+def test_default_strategy_surges_one_and_keeps_every_replica_available():
+    assert desired()["deployment"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    assert desired({"deployment": {"strategy": {"type": "Recreate"}}})["deployment"][
+        "strategy"
+    ] == {"type": "Recreate"}
+
+
+SELECT = {
+    "matchLabels": {"app.kubernetes.io/name": "glance", "app.kubernetes.io/instance": "glance"}
+}
+
+
+def test_default_topology_spread_is_zone_then_hostname_schedule_anyway():
+    assert desired()["deployment"]["pod"]["topology_spread_constraints"] == [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": SELECT,
+        }
+        for key in ("topology.kubernetes.io/zone", "kubernetes.io/hostname")
+    ]
+
+
+def test_a_topology_spread_list_in_the_spec_replaces_the_defaults_and_an_empty_one_disables_them():
+    custom = [
+        {
+            "maxSkew": 2,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": SELECT,
+        }
+    ]
+    spec = {"deployment": {"topologySpreadConstraints": custom}}
+    assert desired(spec)["deployment"]["pod"]["topology_spread_constraints"] == custom
+    spec = {"deployment": {"topologySpreadConstraints": []}}
+    assert desired(spec)["deployment"]["pod"]["topology_spread_constraints"] == []
+
+
+def test_priority_class_is_set_only_when_the_spec_names_one():
+    assert desired()["deployment"]["pod"]["priority_class_name"] is None
+    spec = {"deployment": {"priorityClassName": "high"}}
+    assert desired(spec)["deployment"]["pod"]["priority_class_name"] == "high"
+
+
+@pytest.mark.parametrize(
+    ("dsn_digest", "authtoken_digest", "annotations"),
+    [
+        (
+            "d" * 64,
+            "a" * 64,
+            {
+                "glance.c5c3.io/db-connection-hash": "d" * 64,
+                "glance.c5c3.io/authtoken-hash": "a" * 64,
+            },
+        ),
+        (None, "a" * 64, {"glance.c5c3.io/authtoken-hash": "a" * 64}),
+        ("d" * 64, "", {"glance.c5c3.io/db-connection-hash": "d" * 64}),
+        (None, None, {}),
+    ],
+)
+def test_the_two_digests_become_pod_annotations_only_when_non_empty(
+    dsn_digest, authtoken_digest, annotations
+):
+    art = artifacts(dsn_digest=dsn_digest, authtoken_digest=authtoken_digest)
+    assert do.deployment(stored(), art)["pod"]["annotations"] == annotations
+
+
+def test_labels_selector_and_component():
+    objects = desired()
+    common = {
+        "app.kubernetes.io/name": "glance",
+        "app.kubernetes.io/instance": "glance",
+        "app.kubernetes.io/managed-by": "glance-operator",
+    }
+    api = {**common, "app.kubernetes.io/component": "api"}
+    assert objects["deployment"]["labels"] == api
+    assert objects["deployment"]["pod"]["labels"] == api
+    assert objects["deployment"]["selector"] == SELECT
+    for key in ("service", "pdb", "db_connection_secret", "db_purge_cronjob"):
+        assert objects[key]["labels"] == common
+    purge = objects["db_purge_cronjob"]
+    assert purge["job_labels"] == common
+    assert purge["pod"]["labels"] == {**common, "app.kubernetes.io/component": "db-purge"}
+    assert objects["db_sync_job"]["labels"] == {**common, "app.kubernetes.io/component": "db-sync"}
+    assert objects["db_sync_job"]["pod"]["labels"] == {}
+
+
+def test_every_pod_and_container_is_restricted():
+    objects = desired({"imageCache": {}})
+    for key in ("deployment", "db_sync_job", "db_purge_cronjob"):
+        pod = objects[key]["pod"]
+        assert pod["security_context"] == {
+            "runAsNonRoot": True,
+            "fsGroup": 42424,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+        assert pod["automount_service_account_token"] is False
+        for container in pod["containers"]:
+            assert container["security_context"] == {
+                "allowPrivilegeEscalation": False,
+                "runAsNonRoot": True,
+                "runAsUser": 42424,
+                "runAsGroup": 42424,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+                "seccompProfile": {"type": "RuntimeDefault"},
+            }
+
+
+# --- Service, PDB, HPA --------------------------------------------------------------------
+
+
+def test_the_service_is_cluster_ip_on_9292_and_narrows_only_when_asked():
+    glance = stored()
+    wide = do.service(glance, ARTIFACTS)
+    assert wide["type"] == "ClusterIP"
+    assert wide["ports"] == [{"port": 9292, "targetPort": 9292, "protocol": "TCP"}]
+    assert wide["selector"] == SELECT["matchLabels"]
+    narrow = do.service(glance, ARTIFACTS, narrow_selector=True)
+    assert narrow["selector"] == {**SELECT["matchLabels"], "app.kubernetes.io/component": "api"}
+    assert desired(narrow_selector=True)["service"] == narrow
+
+
+@pytest.mark.parametrize(
+    ("spec", "min_available", "max_unavailable"),
+    [
+        pytest.param({"deployment": {"replicas": 1}}, None, 1, id="replicas-1"),
+        pytest.param({"deployment": {"replicas": 3}}, 1, None, id="replicas-3"),
+        pytest.param(
+            {"autoscaling": {"minReplicas": 1, "maxReplicas": 4, "targetCPUUtilization": 70}},
+            None,
+            1,
+            id="autoscaling-min-1-over-3-replicas",
+        ),
+        pytest.param(
+            {
+                "deployment": {"replicas": 1},
+                "autoscaling": {"minReplicas": 2, "maxReplicas": 4, "targetCPUUtilization": 70},
+            },
+            1,
+            None,
+            id="autoscaling-min-2-over-1-replica",
+        ),
+        pytest.param(
+            {
+                "deployment": {"replicas": 1},
+                "autoscaling": {"maxReplicas": 4, "targetCPUUtilization": 70},
+            },
+            None,
+            1,
+            id="autoscaling-without-min-uses-replicas",
+        ),
+    ],
+)
+def test_the_pdb_shape_follows_the_lower_replica_bound(spec, min_available, max_unavailable):
+    budget = desired(spec)["pdb"]
+    assert (budget["min_available"], budget["max_unavailable"]) == (min_available, max_unavailable)
+    assert budget["selector"] == {
+        **SELECT,
+        "matchExpressions": [{"key": "batch.kubernetes.io/job-name", "operator": "DoesNotExist"}],
+    }
+
+
+CPU = {
+    "type": "Resource",
+    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}},
+}
+MEMORY = {
+    "type": "Resource",
+    "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 85}},
+}
+
+
+@pytest.mark.parametrize(
+    ("autoscaling", "min_replicas", "metrics"),
+    [
+        ({"maxReplicas": 6, "targetCPUUtilization": 70}, 3, [CPU]),
+        ({"minReplicas": 2, "maxReplicas": 6, "targetMemoryUtilization": 85}, 2, [MEMORY]),
+        (
+            {
+                "minReplicas": 2,
+                "maxReplicas": 6,
+                "targetMemoryUtilization": 85,
+                "targetCPUUtilization": 70,
+            },
+            2,
+            [CPU, MEMORY],
+        ),
+    ],
+)
+def test_the_hpa_scales_the_deployment_on_cpu_then_memory(autoscaling, min_replicas, metrics):
+    hpa = desired({"autoscaling": autoscaling})["hpa"]
+    assert hpa["scale_target_ref"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "glance",
+    }
+    assert (hpa["min_replicas"], hpa["max_replicas"]) == (min_replicas, 6)
+    assert hpa["metrics"] == metrics
+
+
+# --- NetworkPolicy ------------------------------------------------------------------------
+
+POLICY = {"ingress": [{"namespaceSelector": {"matchLabels": {"team": "compute"}}}]}
+DNS_RULE = {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+
+
+def tcp(*ports: int) -> dict:
+    return {"ports": [{"protocol": "TCP", "port": port} for port in ports]}
+
+
+def egress(spec: dict | None = None, hosts=ARTIFACTS.s3_hosts) -> list[dict]:
+    spec = {"networkPolicy": POLICY, **(spec or {})}
+    return desired(spec, artifacts(s3_hosts=tuple(hosts)))["network_policy"]["egress"]
+
+
+def test_egress_is_dns_database_cache_s3_keystone_in_that_order():
+    assert egress() == [DNS_RULE, tcp(3306), tcp(11211), tcp(8080), tcp(5000)]
+
+
+def test_the_database_rule_takes_the_spec_port():
+    assert egress({"database": {"port": 3307}})[1] == tcp(3307)
+
+
+@pytest.mark.parametrize(
+    ("cache", "ports"),
+    [
+        pytest.param({"servers": DELETE, "clusterRef": {"name": "mc"}}, [11211], id="clusterRef"),
+        pytest.param(
+            {
+                "servers": [
+                    "a.svc:11212",
+                    "b.svc",
+                    "[fd00::1]:11213",
+                    "c.svc:11212",
+                    "d.svc:0",
+                    "e.svc:x",
+                    "f.svc:70000",
+                    "fd00::2",
+                ]
+            },
+            [11212, 11211, 11213],
+            id="servers-first-seen-dedup-invalid-is-11211",
+        ),
+    ],
+)
+def test_cache_egress_ports(cache, ports):
+    assert egress({"cache": cache})[2] == tcp(*ports)
+
+
+@pytest.mark.parametrize(
+    ("hosts", "ports"),
+    [
+        pytest.param(["https://s3.example.com"], [443], id="https-default"),
+        pytest.param(["http://minio.svc"], [80], id="http-default"),
+        pytest.param(
+            [
+                "https://s3.example.com:8443",
+                "http://rgw:8080",
+                "https://s3.example.com",
+                "https://other.example.com:443",
+                "http://rgw2:8080",
+            ],
+            [443, 8080, 8443],
+            id="sorted-and-deduplicated",
+        ),
+        pytest.param(
+            ["ftp://files", "http://", "http://h:99999", "::bad"], [], id="unusable-skipped"
+        ),
+    ],
+)
+def test_s3_egress_ports_come_from_every_attached_backend_host(hosts, ports):
+    rules = egress(hosts=hosts)
+    if ports:
+        assert rules[3] == tcp(*ports)
+        assert rules[4] == tcp(5000)
+    else:
+        assert rules == [DNS_RULE, tcp(3306), tcp(11211), tcp(5000)]
+
+
+def test_no_backend_gives_no_s3_rule():
+    assert egress(hosts=()) == [DNS_RULE, tcp(3306), tcp(11211), tcp(5000)]
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "ports"),
+    [
+        pytest.param({"keystoneEndpoint": "http://keystone.svc:5000/v3"}, [5000], id="internal"),
+        pytest.param({"keystoneEndpoint": "https://keystone.svc/v3"}, [443], id="https-default"),
+        pytest.param({"keystoneEndpoint": "http://keystone.svc/v3"}, [80], id="http-default"),
+        pytest.param(
+            {
+                "keystoneEndpoint": "http://keystone.svc:5000/v3",
+                "keystonePublicEndpoint": "https://identity.example.com/v3",
+            },
+            [443, 5000],
+            id="public-endpoint-added-sorted",
+        ),
+        pytest.param(
+            {
+                "keystoneEndpoint": "https://keystone.svc:5000/v3",
+                "keystonePublicEndpoint": "https://identity.example.com:5000/v3",
+            },
+            [5000],
+            id="same-port-once",
+        ),
+    ],
+)
+def test_the_keystone_rule_takes_the_ports_of_both_endpoints(endpoints, ports):
+    assert egress(endpoints)[4] == tcp(*ports)
+
+
+def test_keystone_ports_fail_closed_to_443_for_an_unparseable_url():
+    assert do.keystone_port("http://bad host/") == 443
+    assert do.keystone_port("http://keystone:99999/") == 80
+
+
+def test_additional_egress_comes_last_verbatim():
+    extra = [
+        {
+            "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]}}],
+            "ports": [{"protocol": "TCP", "port": 443}],
+        },
+        {"ports": [{"protocol": "TCP", "port": 8443}]},
+    ]
+    rules = egress({"networkPolicy": {**POLICY, "additionalEgress": extra}})
+    assert rules[:5] == [DNS_RULE, tcp(3306), tcp(11211), tcp(8080), tcp(5000)]
+    assert rules[5:] == extra
+
+
+def test_ingress_is_the_api_port_from_the_sources_then_gateway_then_operator_namespace():
+    sources = [
+        {"namespaceSelector": {"matchLabels": {"team": "compute"}}},
+        {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "nova"}}},
+    ]
+    spec = {
+        "networkPolicy": {"ingress": sources},
+        "gateway": {"parentRef": {"name": "gw"}, "hostname": "glance.example.com"},
+    }
+    policy = desired(spec, operator_namespace="glance-operator")["network_policy"]
+    assert policy["ingress"] == [
+        {
+            "ports": [{"protocol": "TCP", "port": 9292}],
+            "from": [
+                *sources,
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "openstack"}
+                    }
+                },
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "glance-operator"}
+                    }
+                },
+            ],
+        }
+    ]
+    assert policy["pod_selector"] == SELECT
+    assert policy["policy_types"] == ["Ingress", "Egress"]
+
+
+def test_the_gateway_peer_uses_the_parent_namespace_and_no_operator_peer_without_one():
+    spec = {
+        "networkPolicy": POLICY,
+        "gateway": {"parentRef": {"name": "gw", "namespace": "gateways"}, "hostname": "g.example"},
+    }
+    peers = desired(spec)["network_policy"]["ingress"][0]["from"]
+    assert peers == [
+        *POLICY["ingress"],
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateways"}}},
+    ]
+
+
+def test_an_empty_ingress_list_fails_closed():
+    glance = patched(
+        stored({"networkPolicy": POLICY}), {"spec": {"networkPolicy": {"ingress": []}}}
+    )
+    with pytest.raises(ValueError, match="would allow all ingress"):
+        do.network_policy(glance, ARTIFACTS)
+
+
+# --- HTTPRoute ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [(None, "/"), ("", "/"), ("/", "/"), ("images", "/images"), ("/image/v2", "/image/v2")],
+)
+def test_the_route_path_gets_a_leading_slash_and_defaults_to_root(path, value):
+    gateway = {"parentRef": {"name": "gw"}, "hostname": "glance.example.com"}
+    if path is not None:
+        gateway["path"] = path
+    route = desired({"gateway": gateway})["http_route"]
+    assert route["path"] == {"type": "PathPrefix", "value": value}
+
+
+def test_the_route_allows_four_hours_and_passes_annotations_through():
+    gateway = {
+        "parentRef": {"name": "gw", "namespace": "gateways", "sectionName": "https"},
+        "hostname": "glance.example.com",
+        "annotations": {"example.com/body-size": "64g"},
+    }
+    route = desired({"gateway": gateway})["http_route"]
+    assert route["timeouts"] == {"request": "4h"}
+    assert route["annotations"] == {"example.com/body-size": "64g"}
+    assert route["parent_refs"] == [{"name": "gw", "namespace": "gateways", "sectionName": "https"}]
+    assert route["hostnames"] == ["glance.example.com"]
+    assert route["backend_refs"] == [{"kind": "Service", "name": "glance", "port": 9292}]
+
+
+def test_a_parent_ref_leaves_out_what_the_spec_leaves_empty():
+    gateway = {"parentRef": {"name": "gw", "namespace": ""}, "hostname": "g.example"}
+    route = desired({"gateway": gateway})["http_route"]
+    assert route["parent_refs"] == [{"name": "gw"}]
+    assert route["annotations"] == {}
+
+
+# --- db-sync Job, db-purge CronJob --------------------------------------------------------
+
+GLANCE_MANAGE = "glance-manage --config-dir /etc/glance/glance-api.conf.d/"
+
+
+def test_db_sync_runs_sync_then_metadefs_and_never_restarts():
+    job = desired()["db_sync_job"]
+    assert job["name"] == "glance-db-sync"
+    assert job["backoff_limit"] == 4
+    assert job["pod"]["restart_policy"] == "Never"
+    assert job["pod"]["containers"][0]["name"] == "db-sync"
+    assert job["pod"]["containers"][0]["command"] == [
+        "/bin/sh",
+        "-eu",
+        "-c",
+        f"{GLANCE_MANAGE} db sync && {GLANCE_MANAGE} db load_metadefs "
+        "--path /var/lib/openstack/etc/glance/metadefs",
+    ]
+
+
+def canonical_hash(obj: dict) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_db_sync_hash_is_the_sha256_of_the_canonical_pod_template():
+    job = desired()["db_sync_job"]
+    template = do.pod_template_object(job["pod"])
+    assert job["annotations"] == {"cobaltcore.c5c3.io/pod-spec-hash": canonical_hash(template)}
+
+
+@pytest.mark.parametrize(
+    ("spec", "art", "changes"),
+    [
+        pytest.param(
+            {}, artifacts(config_map="glance-config-fedcba98"), True, id="config-map-name"
+        ),
+        pytest.param({"image": {"tag": "2026.2-p1"}}, ARTIFACTS, True, id="image"),
+        pytest.param({"database": {"tls": TLS}}, ARTIFACTS, True, id="db-tls"),
+        pytest.param(
+            {}, artifacts(backends_secret="glance-backends-00000000"), False, id="backends"
+        ),
+        pytest.param({}, artifacts(dsn_digest="e" * 64), False, id="dsn-digest"),
+        pytest.param({"deployment": {"replicas": 5}}, ARTIFACTS, False, id="api-knob"),
+    ],
+)
+def test_the_db_sync_hash_changes_exactly_when_its_pod_template_does(spec, art, changes):
+    before = desired()["db_sync_job"]["annotations"]
+    after = desired(spec, art)["db_sync_job"]["annotations"]
+    assert (before != after) is changes
+
+
+def test_the_db_purge_cronjob_defaults():
+    cron = desired()["db_purge_cronjob"]
+    assert cron["name"] == "glance-db-purge"
+    assert cron["schedule"] == "1 0 * * *"
+    assert cron["suspend"] is False
+    assert cron["concurrency_policy"] == "Forbid"
+    assert cron["active_deadline_seconds"] == 3600
+    assert cron["pod"]["restart_policy"] == "OnFailure"
+    assert cron["pod"]["containers"][0]["name"] == "db-purge"
+    assert cron["pod"]["containers"][0]["command"] == [
+        "/bin/sh",
+        "-eu",
+        "-c",
+        f"{GLANCE_MANAGE} db purge --age_in_days 30 --max_rows 1000",
+    ]
+
+
+def test_the_db_purge_cronjob_takes_every_db_purge_knob():
+    spec = {
+        "dbPurge": {
+            "retentionDays": 90,
+            "schedule": "30 2 * * *",
+            "purgeImagesTable": True,
+            "suspend": True,
+        }
+    }
+    cron = desired(spec)["db_purge_cronjob"]
+    assert (cron["schedule"], cron["suspend"]) == ("30 2 * * *", True)
+    assert cron["pod"]["containers"][0]["command"][3] == (
+        f"{GLANCE_MANAGE} db purge --age_in_days 90 --max_rows 1000"
+        f" && {GLANCE_MANAGE} db purge_images_table --age_in_days 90 --max_rows 1000"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("g" * 43, "g" * 43 + "-db-purge", id="43-plain"),
+        pytest.param(
+            "a" * 44,
+            "a" * 34 + "-" + hashlib.sha256(b"a" * 44).hexdigest()[:8] + "-db-purge",
+            id="44-hashed",
+        ),
+        pytest.param(
+            "x" * 32 + "-.y" + "z" * 10,
+            "x" * 32
+            + "-"
+            + hashlib.sha256(("x" * 32 + "-.y" + "z" * 10).encode()).hexdigest()[:8]
+            + "-db-purge",
+            id="trailing-dash-and-dot-trimmed",
+        ),
+    ],
+)
+def test_the_db_purge_name_is_hashed_for_names_over_43_characters(name, expected):
+    assert do.db_purge_cronjob_name(name) == expected
+    assert len(do.db_purge_cronjob_name(name)) <= 52
+
+
+def test_a_44_character_glance_gets_the_hashed_cronjob_name():
+    name = "glance-" + "x" * 37
+    assert len(name) == 44
+    glance = patched(stored(), {"metadata": {"name": name}})
+    cron = do.db_purge_cronjob(glance, ARTIFACTS)
+    assert (
+        cron["name"]
+        == f"glance-{'x' * 27}-{hashlib.sha256(name.encode()).hexdigest()[:8]}-db-purge"
+    )
+    assert cron["labels"]["app.kubernetes.io/instance"] == name
+
+
+# --- config objects -----------------------------------------------------------------------
+
+
+def test_the_config_map_is_content_addressed_and_labelled_with_its_base():
+    config_map = desired()["config_map"]
+    assert config_map["name"] == "glance-config-0123abcd"
+    assert config_map["labels"]["cobaltcore.c5c3.io/config-base"] == "glance-config"
+    assert config_map["data"] == dict(ARTIFACTS.config_data)
+    assert list(config_map["data"]) == sorted(ARTIFACTS.config_data)
+
+
+def test_the_secrets_carry_base64_data():
+    objects = desired()
+    backends = objects["backends_secret"]
+    assert backends["name"] == "glance-backends-89abcdef"
+    assert backends["labels"]["cobaltcore.c5c3.io/config-base"] == "glance-backends"
+    assert (
+        base64.b64decode(backends["data"]["backends.conf"]).decode()
+        == ARTIFACTS.backends_data["backends.conf"]
+    )
+    connection = objects["db_connection_secret"]
+    assert connection["name"] == "glance-db-connection"
+    assert set(connection["data"]) == {"connection"}
+    assert base64.b64decode(connection["data"]["connection"]).decode() == ARTIFACTS.dsn
+
+
+def test_non_ascii_secret_values_are_utf8_before_base64():
+    secret = do.db_connection_secret(stored(), artifacts(dsn="mysql+pymysql://gläns:pw@db/glance"))
+    assert (
+        base64.b64decode(secret["data"]["connection"])
+        .decode("utf-8")
+        .startswith("mysql+pymysql://gläns")
+    )
+
+
+# --- the entry point ----------------------------------------------------------------------
+
+
+def test_every_object_is_namespaced_and_owned_by_the_glance_as_controller():
+    spec = {
+        "autoscaling": {"maxReplicas": 4, "targetCPUUtilization": 70},
+        "networkPolicy": POLICY,
+        "gateway": {"parentRef": {"name": "gw"}, "hostname": "g.example"},
+    }
+    objects = desired(spec)
+    assert list(objects) == list(do.OBJECT_KEYS)
+    for key, data in objects.items():
+        assert data is not None, key
+        assert data["namespace"] == "openstack", key
+        assert data["owner_references"] == [
+            {**OWNER, "controller": True, "blockOwnerDeletion": True}
+        ], key
+
+
+def test_optional_objects_are_none_when_their_block_is_unset():
+    objects = desired()
+    assert {key for key, data in objects.items() if data is None} == do.OPTIONAL_OBJECTS
+
+
+def test_without_a_valid_config_only_the_spec_driven_objects_are_rendered():
+    spec = {
+        "autoscaling": {"maxReplicas": 4, "targetCPUUtilization": 70},
+        "networkPolicy": POLICY,
+        "gateway": {"parentRef": {"name": "gw"}, "hostname": "g.example"},
+    }
+    objects = desired(spec, artifacts(config_map="", backends_secret="", dsn=None, dsn_digest=None))
+    assert {key for key, data in objects.items() if data is not None} == do.OPTIONAL_OBJECTS
+
+
+def test_no_db_connection_secret_without_a_dsn_but_the_workloads_still_render():
+    objects = desired(art=artifacts(dsn=None, dsn_digest=None))
+    assert objects["db_connection_secret"] is None
+    assert objects["deployment"] is not None and objects["db_sync_job"] is not None
+
+
+def test_the_output_is_deterministic_shares_nothing_and_leaves_the_input_alone():
+    spec = {"imageCache": {}, "database": {"tls": TLS}, "networkPolicy": POLICY}
+    glance = stored(spec)
+    before = copy.deepcopy(glance)
+    first = do.desired_objects(glance, ARTIFACTS)
+    assert do.desired_objects(glance, ARTIFACTS) == first
+    assert glance == before
+    assert "&id" not in yaml.safe_dump(first)
+    first["deployment"]["pod"]["containers"][0]["security_context"]["runAsUser"] = 0
+    first["network_policy"]["ingress"][0]["from"][0]["namespaceSelector"]["x"] = "y"
+    assert do.desired_objects(glance, ARTIFACTS)["deployment"] == do.deployment(glance, ARTIFACTS)
+    assert glance == before
+    assert do.CONTAINER_SECURITY_CONTEXT["runAsUser"] == 42424

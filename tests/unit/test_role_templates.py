@@ -1,0 +1,480 @@
+"""The four object roles, rendered by Ansible itself, emit exactly what desired_objects says.
+
+One ``ansible-playbook`` run per scenario (all started at once) includes the roles
+glance_config, glance_api, glance_exposure and glance_database with ``glance_desired`` set,
+and writes the ``glance_manifests`` fact they build to a file. Each rendered object is then
+compared with the object its data describes, validated against the Kubernetes OpenAPI
+schemas (``kubernetes-validate``, strict: unknown fields are errors) and, for pods, checked
+against the restricted Pod Security Standard.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from support.pod_security import pod_templates, restricted_violations
+
+from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+    COLLECTION_ROOT,
+    load_crds,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.quantity import parse_quantity
+
+ROOT = COLLECTION_ROOT
+SAMPLES = ROOT / "config" / "samples"
+# The Kubernetes versions whose OpenAPI schemas every rendered object must satisfy.
+KUBERNETES_VERSIONS = ("1.30", "1.37")
+# The roles in the order a pass includes them, and the keys each one emits, in order.
+ROLE_KEYS = {
+    "glance_config": ("config_map", "backends_secret", "db_connection_secret"),
+    "glance_api": ("deployment", "service", "pdb", "hpa"),
+    "glance_exposure": ("http_route", "network_policy"),
+    "glance_database": ("db_sync_job", "db_purge_cronjob"),
+}
+EMIT_ORDER = tuple(key for keys in ROLE_KEYS.values() for key in keys)
+# Text a template engine must not touch: it reaches the ConfigMap verbatim.
+JINJA_LOOKALIKE = "# {{ not_a_variable }} {% raw %} {# no comment #}\n"
+
+PLAYBOOK = """\
+- name: Render the objects of one Glance
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    # As in a reconcile pass, the data is a filter's result: Ansible trusts strings
+    # loaded from a vars file (-e @file) as templates, a lookup's result it does not.
+    - name: Load the desired objects
+      ansible.builtin.set_fact:
+        glance_desired: "{{{{ lookup('ansible.builtin.file', desired_path) | from_json }}}}"
+{includes}
+    - name: Write the manifests the roles built
+      ansible.builtin.copy:
+        content: "{{{{ glance_manifests | default([]) | to_json }}}}"
+        dest: "{{{{ render_out }}}}"
+        mode: "0644"
+""".format(
+    includes="".join(
+        f"    - name: Include {role}\n"
+        f"      ansible.builtin.include_role:\n"
+        f"        name: c5c3.glance.{role}\n"
+        for role in ROLE_KEYS
+    )
+)
+
+
+def load_sample(name: str) -> list[dict]:
+    return list(yaml.safe_load_all((SAMPLES / name).read_text()))
+
+
+def stored_glance(docs: list[dict]) -> dict:
+    glance = next(d for d in docs if d["kind"] == "Glance")
+    verdict = judge(load_crds()["Glance"], glance)
+    assert verdict.allowed, verdict.messages()
+    return verdict.object
+
+
+def fake_artifacts(docs: list[dict], glance: dict) -> do.Artifacts:
+    """Plausible artefacts for a sample: what the config and secrets steps would produce."""
+    name = glance["metadata"]["name"]
+    config_data = {
+        "glance-api.conf": "[DEFAULT]\nuse_stderr = true\n" + JINJA_LOOKALIKE,
+        "glance-api-paste.ini": "[pipeline:api]\npipeline = cors authtoken context rootapp\n",
+    }
+    backends = sorted(d["metadata"]["name"] for d in docs if d["kind"] == "GlanceBackend")
+    backends_data = {
+        "backends.conf": "".join(f"[{b}]\ns3_store_bucket = images\n\n" for b in backends)
+    }
+    dsn = f"mysql+pymysql://glance:change-me@{glance['spec']['database']['host']}:3306/glance?charset=utf8"
+    cache = glance["spec"].get("imageCache")
+    max_size = None
+    if cache is not None:
+        max_size = int(parse_quantity(cache.get("sizeLimit") or "10Gi")) // 10 * 8
+    return do.Artifacts(
+        config_map=f"{name}-config-{hashlib.sha256(repr(config_data).encode()).hexdigest()[:8]}",
+        backends_secret=f"{name}-backends-{hashlib.sha256(repr(backends_data).encode()).hexdigest()[:8]}",
+        config_data=config_data,
+        backends_data=backends_data,
+        dsn=dsn,
+        dsn_digest=hashlib.sha256(dsn.encode()).hexdigest(),
+        authtoken_digest=hashlib.sha256(b"change-me-service-password").hexdigest(),
+        s3_hosts=[d["spec"]["s3"]["host"] for d in docs if d["kind"] == "GlanceBackend"],
+        image_cache_max_size=max_size,
+        owner={
+            "apiVersion": glance["apiVersion"],
+            "kind": glance["kind"],
+            "name": name,
+            "uid": "3f0c6a4e-2b1d-4e5f-8a9b-0c1d2e3f4a5b",
+        },
+    )
+
+
+@dataclasses.dataclass
+class Scenario:
+    sample: str
+    pending: bool = False  # no valid configuration and no DSN yet
+    hash_seed: str = "0"
+    kw: dict = dataclasses.field(default_factory=dict)
+
+    def desired(self) -> dict:
+        docs = load_sample(self.sample)
+        glance = stored_glance(docs)
+        art = fake_artifacts(docs, glance)
+        if self.pending:
+            art = dataclasses.replace(
+                art, config_map="", backends_secret="", dsn=None, dsn_digest=None
+            )
+        return do.desired_objects(glance, art, **self.kw)
+
+
+SCENARIOS = {
+    "minimal": Scenario("glance_minimal.yaml"),
+    "full": Scenario(
+        "glance_full.yaml", kw={"operator_namespace": "glance-operator", "narrow_selector": True}
+    ),
+    "full-other-hash-seed": Scenario(
+        "glance_full.yaml",
+        hash_seed="4242",
+        kw={"operator_namespace": "glance-operator", "narrow_selector": True},
+    ),
+    "minimal-pending": Scenario("glance_minimal.yaml", pending=True),
+}
+
+
+@dataclasses.dataclass
+class Render:
+    desired: dict
+    text: str
+
+    @property
+    def manifests(self) -> list[dict]:
+        return json.loads(self.text)
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory) -> dict[str, Render]:
+    """Every scenario rendered by ansible-playbook, the runs in parallel."""
+    work = tmp_path_factory.mktemp("role-templates")
+    playbook = work / "render.yml"
+    playbook.write_text(PLAYBOOK)
+    binary = str(Path(sys.executable).parent / "ansible-playbook")
+    running = {}
+    for name, scenario in SCENARIOS.items():
+        desired = scenario.desired()
+        out = work / f"{name}.json"
+        variables = work / f"{name}.vars.json"
+        data = work / f"{name}.desired.json"
+        data.write_text(json.dumps(desired))
+        variables.write_text(json.dumps({"desired_path": str(data), "render_out": str(out)}))
+        env = dict(
+            os.environ,
+            ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+            ANSIBLE_NOCOLOR="1",
+            PYTHONHASHSEED=scenario.hash_seed,
+        )
+        process = subprocess.Popen(
+            [binary, str(playbook), "-e", f"@{variables}"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        running[name] = (process, desired, out)
+    renders = {}
+    for name, (process, desired, out) in running.items():
+        log, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, f"{name}:\n{log}"
+        assert "[WARNING]" not in log and "[DEPRECATION WARNING]" not in log, log
+        renders[name] = Render(desired, out.read_text())
+    return renders
+
+
+# --- what each rendered object must be, built independently from its data -----------------
+
+
+def _metadata(d: dict, annotations: dict | None = None) -> dict:
+    metadata = {"name": d["name"], "namespace": d["namespace"], "labels": d["labels"]}
+    if annotations:
+        metadata["annotations"] = annotations
+    metadata["ownerReferences"] = d["owner_references"]
+    return metadata
+
+
+def expected_object(key: str, d: dict) -> dict:
+    """The Kubernetes object the data ``d`` of ``key`` describes."""
+    head = {"metadata": _metadata(d)}
+    if key == "config_map":
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            **head,
+            "immutable": True,
+            "data": d["data"],
+        }
+    if key == "backends_secret":
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            **head,
+            "type": "Opaque",
+            "immutable": True,
+            "data": d["data"],
+        }
+    if key == "db_connection_secret":
+        return {"apiVersion": "v1", "kind": "Secret", **head, "type": "Opaque", "data": d["data"]}
+    if key == "deployment":
+        spec = {
+            "selector": d["selector"],
+            "strategy": d["strategy"],
+            "template": do.pod_template_object(d["pod"]),
+        }
+        if d["replicas"] is not None:
+            spec["replicas"] = d["replicas"]
+        return {"apiVersion": "apps/v1", "kind": "Deployment", **head, "spec": spec}
+    if key == "service":
+        spec = {"type": d["type"], "selector": d["selector"], "ports": d["ports"]}
+        return {"apiVersion": "v1", "kind": "Service", **head, "spec": spec}
+    if key == "pdb":
+        spec = {"selector": d["selector"]}
+        if d["min_available"] is not None:
+            spec["minAvailable"] = d["min_available"]
+        if d["max_unavailable"] is not None:
+            spec["maxUnavailable"] = d["max_unavailable"]
+        return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", **head, "spec": spec}
+    if key == "hpa":
+        spec = {
+            "scaleTargetRef": d["scale_target_ref"],
+            "minReplicas": d["min_replicas"],
+            "maxReplicas": d["max_replicas"],
+            "metrics": d["metrics"],
+        }
+        return {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            **head,
+            "spec": spec,
+        }
+    if key == "http_route":
+        rule = {
+            "matches": [{"path": d["path"]}],
+            "backendRefs": d["backend_refs"],
+            "timeouts": d["timeouts"],
+        }
+        spec = {"parentRefs": d["parent_refs"], "hostnames": d["hostnames"], "rules": [rule]}
+        return {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "HTTPRoute",
+            "metadata": _metadata(d, d["annotations"]),
+            "spec": spec,
+        }
+    if key == "network_policy":
+        spec = {
+            "podSelector": d["pod_selector"],
+            "policyTypes": d["policy_types"],
+            "ingress": d["ingress"],
+            "egress": d["egress"],
+        }
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", **head, "spec": spec}
+    if key == "db_sync_job":
+        spec = {"backoffLimit": d["backoff_limit"], "template": do.pod_template_object(d["pod"])}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": _metadata(d, d["annotations"]),
+            "spec": spec,
+        }
+    if key == "db_purge_cronjob":
+        job = {
+            "metadata": {"labels": d["job_labels"]},
+            "spec": {
+                "activeDeadlineSeconds": d["active_deadline_seconds"],
+                "template": do.pod_template_object(d["pod"]),
+            },
+        }
+        spec = {
+            "schedule": d["schedule"],
+            "suspend": d["suspend"],
+            "concurrencyPolicy": d["concurrency_policy"],
+            "jobTemplate": job,
+        }
+        return {"apiVersion": "batch/v1", "kind": "CronJob", **head, "spec": spec}
+    raise AssertionError(f"unknown key {key}")
+
+
+RENDERED = ("minimal", "full")
+
+
+@pytest.mark.parametrize("scenario", RENDERED)
+def test_the_roles_emit_every_wanted_object_in_role_order_exactly_as_its_data_says(
+    renders, scenario
+):
+    render = renders[scenario]
+    expected = [
+        expected_object(key, render.desired[key])
+        for key in EMIT_ORDER
+        if render.desired[key] is not None
+    ]
+    assert render.manifests == expected
+
+
+def test_the_minimal_sample_renders_no_hpa_route_or_network_policy(renders):
+    kinds = [o["kind"] for o in renders["minimal"].manifests]
+    assert kinds == [
+        "ConfigMap",
+        "Secret",
+        "Secret",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "Job",
+        "CronJob",
+    ]
+
+
+def test_the_full_sample_renders_all_eleven_objects(renders):
+    found = [(o["kind"], o["metadata"]["name"]) for o in renders["full"].manifests]
+    config_map = renders["full"].desired["config_map"]["name"]
+    backends = renders["full"].desired["backends_secret"]["name"]
+    assert found == [
+        ("ConfigMap", config_map),
+        ("Secret", backends),
+        ("Secret", "glance-db-connection"),
+        ("Deployment", "glance"),
+        ("Service", "glance"),
+        ("PodDisruptionBudget", "glance"),
+        ("HorizontalPodAutoscaler", "glance"),
+        ("HTTPRoute", "glance"),
+        ("NetworkPolicy", "glance"),
+        ("Job", "glance-db-sync"),
+        ("CronJob", "glance-db-purge"),
+    ]
+
+
+def test_without_a_valid_config_or_dsn_the_roles_emit_nothing_for_the_minimal_sample(renders):
+    assert renders["minimal-pending"].manifests == []
+
+
+def test_rendering_is_byte_identical_under_another_hash_seed(renders):
+    assert renders["full-other-hash-seed"].text == renders["full"].text
+
+
+@pytest.mark.parametrize("scenario", RENDERED)
+def test_every_object_is_namespaced_and_owned_by_the_glance(renders, scenario):
+    for obj in renders[scenario].manifests:
+        assert obj["metadata"]["namespace"] == "openstack"
+        assert obj["metadata"]["ownerReferences"] == [
+            {
+                "apiVersion": "glance.openstack.c5c3.io/v1alpha1",
+                "kind": "Glance",
+                "name": "glance",
+                "uid": "3f0c6a4e-2b1d-4e5f-8a9b-0c1d2e3f4a5b",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == "glance"
+
+
+def test_text_that_looks_like_jinja_reaches_the_config_map_verbatim(renders):
+    config_map = renders["full"].manifests[0]
+    assert config_map["kind"] == "ConfigMap"
+    assert config_map["data"]["glance-api.conf"].endswith(JINJA_LOOKALIKE)
+
+
+@pytest.mark.parametrize("scenario", RENDERED)
+def test_the_db_sync_annotation_is_the_hash_of_the_rendered_pod_template(renders, scenario):
+    job = next(o for o in renders[scenario].manifests if o["kind"] == "Job")
+    canonical = json.dumps(
+        job["spec"]["template"], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    assert job["metadata"]["annotations"] == {
+        "cobaltcore.c5c3.io/pod-spec-hash": hashlib.sha256(canonical.encode()).hexdigest()
+    }
+
+
+def test_the_full_deployment_carries_the_sample_knobs(renders):
+    deployment = next(o for o in renders["full"].manifests if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    api, sidecar = pod["containers"]
+    assert "replicas" not in deployment["spec"]  # autoscaling owns it
+    assert pod["terminationGracePeriodSeconds"] == 900
+    assert pod["priorityClassName"] == "openstack-control-plane"
+    assert api["lifecycle"]["preStop"]["exec"]["command"] == ["/bin/sh", "-c", "sleep 10"]
+    assert api["command"][-2:] == ["--harakiri", "870"]
+    assert api["command"][7:10] == ["--http-keepalive", "--http-keepalive-timeout", "5"]
+    assert sidecar["name"] == "cache-maintenance"
+    assert [v["name"] for v in pod["volumes"]] == [
+        "config",
+        "backends",
+        "staging",
+        "tasks-work",
+        "db-tls",
+        "image-cache",
+        "tmp",
+    ]
+    assert pod["volumes"][2]["emptyDir"] == {"sizeLimit": "40Gi"}
+    assert pod["volumes"][4]["projected"]["defaultMode"] == 0o400
+
+
+def test_the_full_network_policy_has_keystone_egress_and_the_additional_rule_last(renders):
+    policy = next(o for o in renders["full"].manifests if o["kind"] == "NetworkPolicy")
+    ports = [
+        [(p["protocol"], p["port"]) for p in rule.get("ports", [])]
+        for rule in policy["spec"]["egress"]
+    ]
+    assert ports == [
+        [("UDP", 53), ("TCP", 53)],
+        [("TCP", 3306)],
+        [("TCP", 11211)],
+        [("TCP", 443), ("TCP", 8080)],
+        [("TCP", 443), ("TCP", 5000)],
+        [("TCP", 443)],
+    ]
+    assert "to" in policy["spec"]["egress"][-1]
+
+
+@pytest.mark.parametrize("scenario", RENDERED)
+def test_every_pod_passes_the_restricted_pod_security_standard(renders, scenario):
+    pods = [
+        (obj["kind"], metadata, spec)
+        for obj in renders[scenario].manifests
+        for metadata, spec in pod_templates(obj)
+    ]
+    assert [kind for kind, _, _ in pods] == ["Deployment", "Job", "CronJob"]
+    for kind, metadata, spec in pods:
+        assert restricted_violations(spec, metadata) == [], kind
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("scenario", RENDERED)
+def test_every_object_is_valid_against_the_kubernetes_schemas(renders, scenario, version):
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    checked = []
+    for obj in renders[scenario].manifests:
+        if obj["kind"] == "HTTPRoute":
+            continue  # a Gateway API CRD: kubernetes-validate ships core schemas only
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            path = ".".join(str(part) for part in error.path)
+            pytest.fail(f"{obj['kind']} {obj['metadata']['name']}: {path}: {error.message}")
+        checked.append(obj["kind"])
+    assert {"Deployment", "Job", "CronJob", "Service"} <= set(checked)
+
+
+def test_the_schema_check_refuses_an_unknown_field(renders):
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    deployment = next(o for o in renders["minimal"].manifests if o["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["chunkedInputLimit"] = 1
+    with pytest.raises(kubernetes_validate.ValidationError, match="chunkedInputLimit"):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSIONS[-1], strict=True)
