@@ -74,4 +74,8 @@ lock: ## Re-resolve requirements.in into the pinned requirements.txt
 
 .PHONY: clean
 clean: ## Remove the environment, build output and caches
-	rm -rf $(VENV) .collections build out .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-glance .collections build out .pytest_cache .ruff_cache
+
+.PHONY: bench
+bench: venv ## Benchmarks: print render and pass timings and process counts
+	$(BIN)/python tests/bench/bench_render.py

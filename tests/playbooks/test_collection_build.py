@@ -81,6 +81,16 @@ def test_ansible_doc_lists_and_documents_the_filters(installed):
     )
 
 
+def test_ansible_doc_lists_and_documents_the_modules(installed):
+    _, env, tmp = installed
+    listing = run(str(BIN / "ansible-doc"), "-t", "module", "-l", "c5c3.glance", cwd=tmp, env=env)
+    assert "c5c3.glance.render_output" in listing.stdout
+    doc = run(
+        str(BIN / "ansible-doc"), "-t", "module", "c5c3.glance.render_output", cwd=tmp, env=env
+    )
+    assert "a reader never sees a half-written manifest" in " ".join(doc.stdout.split())
+
+
 def test_the_installed_collection_judges_the_sample(installed):
     _, env, tmp = installed
     sample = ROOT / "config" / "samples" / "glance_minimal.yaml"

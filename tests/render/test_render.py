@@ -164,3 +164,14 @@ def test_httproute_shape(renders):
     assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/image"}}]
     assert rule["backendRefs"] == [{"kind": "Service", "name": "glance", "port": 9292}]
     assert rule["timeouts"] == {"request": "4h"}
+
+
+def test_a_second_render_into_the_same_directory_rewrites_nothing(tmp_path):
+    source = inputs()["glance-minimal"]
+    first = render_to("first", source, tmp_path / "out")
+    assert first.returncode == 0, first.stdout
+    stamp = (tmp_path / "out" / "manifests.yaml").stat().st_mtime_ns
+    again = render_to("again", source, tmp_path / "out")
+    assert again.returncode == 0, again.stdout
+    assert (tmp_path / "out" / "manifests.yaml").stat().st_mtime_ns == stamp
+    assert "changed=0" in again.stdout
