@@ -56,7 +56,6 @@ _value:
       elements: dict
 """
 
-import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
@@ -67,6 +66,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import
     describe,
     error_lines,
     judge_documents,
+    parse_documents,
     split_documents,
     warning_lines,
 )
@@ -74,9 +74,9 @@ from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import
 
 def judge_input(text):
     try:
-        docs = list(yaml.safe_load_all(str(text)))
-    except yaml.YAMLError as exc:
-        raise AnsibleFilterError(f"the input is not valid YAML: {exc}") from exc
+        docs = parse_documents(str(text))
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
     found = split_documents(docs)
     verdicts = judge_documents(found, load_crds(), load_catalogs())
     errors = error_lines(found, verdicts)

@@ -73,22 +73,24 @@ _value:
       elements: dict
 """
 
-import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import split_documents
+from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import (
+    parse_documents,
+    split_documents,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import build_plan
 
 
 def render_plan(text):
     try:
-        docs = list(yaml.safe_load_all(str(text)))
-    except yaml.YAMLError as exc:
-        raise AnsibleFilterError(f"the input is not valid YAML: {exc}") from exc
+        docs = parse_documents(str(text))
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
     found = split_documents(docs)
     configmaps = {
         cm["metadata"]["name"]: {k: str(v) for k, v in (cm.get("data") or {}).items()}

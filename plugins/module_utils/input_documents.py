@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
     API_VERSION,
     Verdict,
@@ -33,6 +35,14 @@ class InputSet:
     secrets: list[dict[str, Any]] = field(default_factory=list)
     configmaps: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+
+
+def parse_documents(text: str) -> list[Any]:
+    """The documents of a multi-document YAML text; ValueError naming the problem if invalid."""
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"the input is not valid YAML: {exc}") from exc
 
 
 def _where(doc: Mapping[str, Any], i: int) -> str:

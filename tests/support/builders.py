@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import decode_secrets
+
 DELETE = object()
 
 
@@ -53,3 +55,8 @@ BACKEND = {
         },
     },
 }
+
+
+def secret_data(doc: dict) -> dict[str, str]:
+    """A Secret's data as text, decoded as the operator decodes it."""
+    return decode_secrets([doc])[doc["metadata"]["name"]]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import pytest
 import yaml
-from support.builders import BACKEND, DELETE, GLANCE, patched
+from support.builders import BACKEND, DELETE, GLANCE, patched, secret_data
 
 from ansible_collections.c5c3.glance.plugins.module_utils import admission, collection_files
 from ansible_collections.c5c3.glance.plugins.module_utils.backend_projection import (
@@ -23,12 +22,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.content_address import
 
 SAMPLES = collection_files.COLLECTION_ROOT / "config" / "samples"
 CRDS = collection_files.load_crds()
-
-
-def secret_data(doc: dict) -> dict[str, str]:
-    data = {k: base64.b64decode(v).decode() for k, v in (doc.get("data") or {}).items()}
-    data.update(doc.get("stringData") or {})
-    return data
 
 
 def judged(obj: dict) -> dict:

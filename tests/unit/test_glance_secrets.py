@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 from pathlib import Path
@@ -10,7 +9,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 import yaml
-from support.builders import DELETE, GLANCE, patched
+from support.builders import DELETE, GLANCE, patched, secret_data
 
 from ansible_collections.c5c3.glance.plugins.module_utils import admission, collection_files
 from ansible_collections.c5c3.glance.plugins.module_utils.glance_secrets import (
@@ -22,12 +21,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.glance_secrets import 
 
 SAMPLES = collection_files.COLLECTION_ROOT / "config" / "samples"
 CRDS = collection_files.load_crds()
-
-
-def secret_data(doc: dict) -> dict[str, str]:
-    data = {k: base64.b64decode(v).decode() for k, v in (doc.get("data") or {}).items()}
-    data.update(doc.get("stringData") or {})
-    return data
 
 
 def load_sample(path: Path) -> tuple[dict, dict[str, dict[str, str]]]:
