@@ -213,6 +213,16 @@ class ConfigError(ValueError):
 Sections = dict[str, dict[str, str]]
 
 
+def oslo_literal(value: str) -> str:
+    """``value`` as oslo.config must read it literally: ``$`` starts a substitution, ``$$`` not.
+
+    The operator's own options come from typed fields (a role name, an injected property, a
+    URL), which a user means literally; ``spec.plugins`` and ``spec.extraConfig`` values are
+    oslo.config values and pass through as written.
+    """
+    return value.replace("$", "$$")
+
+
 def _text(value: Any) -> str:
     """A spec value as INI text: booleans lowercase, numbers as written, None empty."""
     if isinstance(value, bool):
@@ -480,7 +490,7 @@ def glance_api_sections(
         _check_section_name(section)
         merged.update(section, plugin.get("config") or {})
     for section, options in _operator_options(spec, enabled_backends, default_backend).items():
-        merged.update(section, options)
+        merged.update(section, {key: oslo_literal(value) for key, value in options.items()})
     extra = spec.get("extraConfig") or {}
     for section in sorted(extra):
         merged.update(section, extra[section] or {})

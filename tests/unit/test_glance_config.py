@@ -1243,3 +1243,18 @@ def test_the_renderer_does_not_modify_its_input():
     full_sample_files(glance)
     gc.extra_config_condition(glance)
     assert glance == before
+
+
+def test_a_dollar_in_a_typed_value_is_escaped_but_extra_config_passes_through():
+    glance = stored(
+        {
+            "importPlugins": {
+                "injectMetadata": {"properties": {"price": "5$"}, "ignoreUserRoles": ["$admin"]}
+            },
+            "extraConfig": {"DEFAULT": {"image_size_cap": "${other}"}},
+        }
+    )
+    conf = api_conf(glance)
+    assert "inject = price:5$$\n" in conf
+    assert "ignore_user_roles = $$admin\n" in conf
+    assert "image_size_cap = ${other}\n" in conf
