@@ -12,13 +12,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 COLLECTION_LINK := .collections/ansible_collections/c5c3/glance
 SAMPLES := config/samples/glance_minimal.yaml config/samples/glance_full.yaml
+# The Glance releases `make glance-venvs` builds: every images/glance/requirements/<release>.txt.
+GLANCE_RELEASES ?= $(patsubst images/glance/requirements/%.txt,%,$(wildcard images/glance/requirements/*.txt))
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help
 help: ## List the targets
-	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.txt
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
@@ -48,7 +50,7 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 test: lint unit ## Lint, then every test
 
 .PHONY: unit
-unit: venv ## The pytest suites (unit, render, integration: the last skip without KUBE_ASSETS_DIR)
+unit: venv glance-venvs ## The pytest suites (unit, render, integration: the last skip without KUBE_ASSETS_DIR)
 	$(BIN)/python -m pytest -q tests
 
 .PHONY: lint
@@ -62,6 +64,11 @@ lint: venv ## ruff, yamllint and ansible-lint (production profile)
 .PHONY: build
 build: venv ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build .
+
+.PHONY: glance-venvs
+glance-venvs: ## Build the per-release Glance environments .venv-glance/<release> (GLANCE_RELEASES)
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
+	$(PYTHON312) hack/glance_venv.py --python $(PYTHON312) $(GLANCE_RELEASES)
 
 .PHONY: lock
 lock: ## Re-resolve requirements.in into the pinned requirements.txt
