@@ -60,15 +60,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+    db_purge_cronjob_name,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
     DEFAULT_REPLICAS,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_SECRET_KEY,
-    MAX_NAME_LENGTH,
     POD_INSTANCE_LABEL,
     POD_NAME_LABEL,
     effective_grace,
     effective_prestop,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_config import (
+    BACKENDS_DIR,
+    CONFIG_DIR,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_config import (
+    IMAGE_CACHE_DIR as IMAGE_CACHE_PATH,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_config import (
+    STAGING_DIR as STAGING_PATH,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_config import (
+    TASKS_WORK_DIR as TASKS_PATH,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_secrets import (
+    DB_TLS_MOUNT_PATH as DB_TLS_DIR,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.go_duration import parse_duration
 from ansible_collections.c5c3.glance.plugins.module_utils.go_url import (
@@ -128,10 +146,7 @@ CONFIG_SUFFIX = "-config"
 BACKENDS_SUFFIX = "-backends"
 DB_CONNECTION_SUFFIX = "-db-connection"
 DB_SYNC_SUFFIX = "-db-sync"
-DB_PURGE_SUFFIX = "-db-purge"
 # A longer Glance name gets a hashed db-purge name: CronJob names are capped at 52.
-DB_PURGE_NAME_PREFIX_LENGTH = 34
-DB_PURGE_NAME_HASH_LENGTH = 8
 
 # --- ports, paths, identities ------------------------------------------------------------
 API_PORT = 9292
@@ -141,12 +156,6 @@ CACHE_MAINTENANCE_CONTAINER = "cache-maintenance"
 DB_SYNC_CONTAINER = "db-sync"
 DB_PURGE_CONTAINER = "db-purge"
 OPENSTACK_UID = 42424  # the "openstack" user and group of the Glance image
-CONFIG_DIR = "/etc/glance/glance-api.conf.d/"
-BACKENDS_DIR = "/etc/glance/backends.conf.d/"
-STAGING_PATH = "/var/lib/glance/staging"
-TASKS_PATH = "/var/lib/glance/tasks-work"
-DB_TLS_DIR = "/etc/glance/db-tls/"
-IMAGE_CACHE_PATH = "/var/lib/glance/image-cache"
 TMP_PATH = "/tmp"
 WSGI_SCRIPT = "/var/lib/openstack/bin/glance-wsgi-api"
 METADEFS_PATH = "/var/lib/openstack/etc/glance/metadefs"
@@ -1137,15 +1146,6 @@ def db_sync_job(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, An
     out["backoff_limit"] = DB_SYNC_BACKOFF_LIMIT
     out["pod"] = pod
     return out
-
-
-def db_purge_cronjob_name(name: str) -> str:
-    """``{name}-db-purge``; over 43 characters, a shortened name with a hash of the name."""
-    if len(name) <= MAX_NAME_LENGTH:
-        return name + DB_PURGE_SUFFIX
-    prefix = name[:DB_PURGE_NAME_PREFIX_LENGTH].rstrip("-.")
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:DB_PURGE_NAME_HASH_LENGTH]
-    return f"{prefix}-{digest}{DB_PURGE_SUFFIX}"
 
 
 def db_purge_script(spec: Mapping[str, Any]) -> str:
