@@ -55,6 +55,8 @@ WAITING_FOR_DATABASE = "WaitingForDatabase"
 IMAGE_RELEASE_MISMATCH = "ImageReleaseMismatch"
 DB_SYNC_IN_PROGRESS = "DBSyncInProgress"
 DB_SYNC_FAILED = "DBSyncFailed"
+# Ours: a release change while upgrades are not implemented yet (reference: an upgrade).
+UPGRADE_NOT_SUPPORTED = "UpgradeNotSupported"
 
 DEPLOYMENT_READY_REASON = "DeploymentReady"
 WAITING_FOR_DEPLOYMENT = "WaitingForDeployment"
@@ -77,6 +79,12 @@ GATEWAY_API_NOT_INSTALLED = "GatewayAPINotInstalled"
 DB_PURGE_SCHEDULED = "DBPurgeScheduled"
 DB_PURGE_SUSPENDED = "DBPurgeSuspended"
 DB_PURGE_JOB_FAILED = "DBPurgeJobFailed"
+
+# Ours: an object of an owned name exists and another controller owns it (the reference
+# returns an error and backs off); reported on the condition of the step that owns the name.
+OWNERSHIP_CONFLICT = "OwnershipConflict"
+# Ours: the Service guard refused to change clusterIP, clusterIPs or ipFamilies.
+CLUSTER_IP_IMMUTABLE = "ClusterIPImmutable"
 
 ALL_READY = "AllReady"
 NOT_ALL_READY = "NotAllReady"

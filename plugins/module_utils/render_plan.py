@@ -14,7 +14,19 @@
 Offline render and the reconcile share it, so what render shows is what the cluster gets.
 There is no live Deployment offline, so an invalid projection (no single default backend)
 has no last-good configuration to fall back on: only the objects that need no
-configuration are emitted.
+configuration are emitted. The reconcile passes ``last_good``, the names the live
+Deployment mounts (``live_state.mounted_artifacts``): with an invalid projection the
+Deployment and the Jobs then render with those names and no new ConfigMap or Secret is
+emitted (reference-spec §2.9), and ``Plan.retained`` says so.
+
+``stored=True`` judges custom resources read from the cluster rather than an input file:
+each as a no-op update of itself (the API server already admitted it, so rules that only
+guard a change, such as the option-catalog check, are not re-run) and without the
+single-default sibling check, so two defaults are ``BackendsReady=False/NoDefaultBackend``
+(the reconciler's exactly-one rule, the real guard) instead of a refused input. A stored
+GlanceBackend the rules still refuse (the webhook was bypassed, or a rule is newer than
+the object) is skipped like a faulty backend (``GlanceBackendSkipped``, pending in
+``BackendsReady``) instead of refusing the whole Glance.
 """
 
 from __future__ import annotations
@@ -27,8 +39,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import Verdict, judge
 from ansible_collections.c5c3.glance.plugins.module_utils.backend_projection import (
     Projection,
+    is_attached,
     project_backends,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
@@ -39,6 +53,9 @@ from ansible_collections.c5c3.glance.plugins.module_utils.content_address import
 from ansible_collections.c5c3.glance.plugins.module_utils.desired_objects import (
     Artifacts,
     desired_objects,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
+    AdmissionContext,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.glance_config import (
     ConfigError,
@@ -90,6 +107,10 @@ class Plan:
     glance_conditions: list[dict[str, str]] = field(default_factory=list)
     backend_conditions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     events: list[dict[str, str]] = field(default_factory=list)
+    # The names are the live Deployment's last-good ones, not a render of this input.
+    retained: bool = False
+    # The config step failed (SecretsReady=False/ConfigError): nothing was rendered.
+    config_error: str = ""
 
     def status_documents(self) -> list[dict[str, Any]]:
         """The status of the Glance and of each GlanceBackend, one document each."""
@@ -186,22 +207,63 @@ def _not_required_conditions(spec: Mapping[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def judge_stored(
+    found: InputSet,
+    crds: Mapping[str, Mapping[str, Any]],
+    catalogs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Verdict]:
+    """Verdicts for custom resources the API server already stored (see the docstring)."""
+    verdicts = []
+    if found.glance is not None:
+        ctx = AdmissionContext(operation="UPDATE", old=found.glance, catalogs=catalogs)
+        verdicts.append(judge(crds["Glance"], found.glance, ctx))
+    for backend in found.backends:
+        ctx = AdmissionContext(operation="UPDATE", old=backend)
+        verdicts.append(judge(crds["GlanceBackend"], backend, ctx))
+    return verdicts
+
+
 def build_plan(
     found: InputSet,
     crds: Mapping[str, Mapping[str, Any]],
     catalogs: Mapping[str, Mapping[str, Any]] | None = None,
     configmaps: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    last_good: tuple[str, str] | None = None,
+    narrow_selector: bool = False,
+    operator_namespace: str | None = None,
+    stored: bool = False,
 ) -> Plan:
-    """Judge the input and, when it is admissible, decide everything the pass would do."""
+    """Judge the input and, when it is admissible, decide everything the pass would do.
+
+    ``last_good`` is ``(config_map, backends_secret)`` as the live Deployment mounts
+    them; used only when the projection cannot be configured, and only when both names
+    are set. ``narrow_selector`` and ``operator_namespace`` go to ``desired_objects``.
+    """
     plan = Plan()
-    verdicts = judge_documents(found, crds, catalogs)
+    refused: dict[str, str] = {}
+    if stored:
+        verdicts = judge_stored(found, crds, catalogs)
+        # A stored backend the rules refuse is skipped like a faulty one, not fatal.
+        refused = {
+            v.name: "; ".join(v.messages())
+            for v in verdicts
+            if v.kind == "GlanceBackend" and v.errors
+        }
+        verdicts = [v for v in verdicts if not (v.kind == "GlanceBackend" and v.errors)]
+    else:
+        verdicts = judge_documents(found, crds, catalogs)
     plan.errors = error_lines(found, verdicts)
     plan.warnings = warning_lines(verdicts)
     if plan.errors:
         return plan
-    stored = {(v.kind, v.name): v.object for v in verdicts}
-    glance = stored[("Glance", found.glance["metadata"]["name"])]
-    backends = [stored[("GlanceBackend", b["metadata"]["name"])] for b in found.backends]
+    admitted = {(v.kind, v.name): v.object for v in verdicts}
+    glance = admitted[("Glance", found.glance["metadata"]["name"])]
+    backends = [
+        admitted[("GlanceBackend", b["metadata"]["name"])]
+        for b in found.backends
+        if b["metadata"]["name"] not in refused
+    ]
     plan.glance, plan.backends = glance, backends
     secrets = decode_secrets(found.secrets)
     spec = glance["spec"]
@@ -215,6 +277,8 @@ def build_plan(
     secrets_condition = gate.condition
 
     projection = project_backends(glance, backends, secrets)
+    if refused:
+        _skip_refused(projection, glance, found.backends, refused)
     plan.projection = projection
     plan.backend_conditions = {
         b["metadata"]["name"]: [projection.backend_conditions[b["metadata"]["name"]]]
@@ -252,10 +316,14 @@ def build_plan(
             )
         except ConfigError as exc:
             secrets_condition = c.condition(c.SECRETS_READY, False, c.CONFIG_ERROR, str(exc))
+            plan.config_error = str(exc)
         else:
             backends_data = projection.backends_data
             plan.config_map = content_name(config_base(name), config_data)
             plan.backends_secret = content_name(backends_base(name), backends_data)
+    elif last_good is not None and all(last_good):
+        plan.config_map, plan.backends_secret = last_good
+        plan.retained = True
 
     artifacts = Artifacts(
         config_map=plan.config_map,
@@ -269,18 +337,53 @@ def build_plan(
         image_cache_max_size=image_cache_max_size(spec),
         owner=owner_of(glance),
     )
-    desired = desired_objects(glance, artifacts)
+    desired = desired_objects(
+        glance,
+        artifacts,
+        narrow_selector=narrow_selector,
+        operator_namespace=operator_namespace,
+    )
     if not plan.config_map:
         # Without a configuration only the DB connection Secret stands on its own.
         desired = {k: (v if k == "db_connection_secret" else None) for k, v in desired.items()}
+    if plan.retained:
+        # The live copies stay as they are; nothing of this render is emitted for them.
+        desired["config_map"] = None
+        desired["backends_secret"] = None
     if dsn is None:
         desired["db_connection_secret"] = None
+    if gate.condition["status"] != c.TRUE:
+        # The pass writes nothing until the credentials are there: a Deployment without the
+        # two credential digests would roll the pods again once they arrive.
+        desired = dict.fromkeys(desired)
     plan.desired = desired
 
     conds = [secrets_condition, projection.condition, extra, *_not_required_conditions(spec)]
     conds.append(c.aggregate_ready(conds))
     plan.glance_conditions = sorted(conds, key=lambda cond: cond["type"])
     return plan
+
+
+def _skip_refused(
+    projection: Projection,
+    glance: Mapping[str, Any],
+    backends: list[dict[str, Any]],
+    refused: Mapping[str, str],
+) -> None:
+    """Count each attached backend the rules refused as skipped and pending."""
+    for backend in sorted(backends, key=lambda b: b["metadata"]["name"]):
+        name = backend["metadata"]["name"]
+        if name not in refused or not is_attached(backend, glance):
+            continue
+        why = f"refused by the admission rules: {refused[name]}"
+        projection.skipped.append((name, why))
+        projection.pending.append((name, why))
+    projection.pending.sort(key=lambda item: item[0])
+    if projection.condition.get("reason") != c.NO_DEFAULT_BACKEND and projection.pending:
+        waiting = "; ".join(f"{name} ({why})" for name, why in projection.pending)
+        projection.condition = c.condition(
+            c.BACKENDS_READY, False, c.WAITING_FOR_BACKENDS, f"Waiting for backends: {waiting}"
+        )
 
 
 def _policy_configmap(

@@ -175,3 +175,14 @@ def test_a_second_render_into_the_same_directory_rewrites_nothing(tmp_path):
     assert again.returncode == 0, again.stdout
     assert (tmp_path / "out" / "manifests.yaml").stat().st_mtime_ns == stamp
     assert "changed=0" in again.stdout
+
+
+def test_without_db_credentials_nothing_is_rendered_and_secrets_ready_waits(renders):
+    render = renders["missing-db-credentials"]
+    assert render.manifests == []
+    conds = {c["type"]: c for c in render.status[0]["status"]["conditions"]}
+    assert (conds["SecretsReady"]["status"], conds["SecretsReady"]["reason"]) == (
+        "False",
+        "WaitingForDBCredentials",
+    )
+    assert "username" in conds["SecretsReady"]["message"]

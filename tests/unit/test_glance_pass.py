@@ -1,0 +1,765 @@
+"""One reconcile pass of a Glance, decided (reference-spec §1.5, §2, §4.11 to §4.14, §6.2).
+
+Most tests run passes against ``support.cluster.FakeCluster``, which performs the actions
+as the apply step would and plays the controllers (Deployments get ready, Jobs finish).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from datetime import UTC, datetime
+
+import pytest
+from support.builders import BACKEND, GLANCE, patched
+from support.cluster import (
+    GLANCE_UID,
+    HEALTHY,
+    FakeCluster,
+    Reconciler,
+    default_secrets,
+    glance_object,
+    job_status,
+    owner_ref,
+    plan_inputs,
+    secret,
+    stored,
+)
+
+from ansible_collections.c5c3.glance.plugins.module_utils import apply_plan as ap
+from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils import glance_pass as gp
+from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+ROUTE = {"hostname": "images.example.com", "parentRef": {"name": "public", "namespace": "gw"}}
+
+
+def make(spec=None, backends=None, secrets=None, cluster=None, finalizer=False, **kw) -> Reconciler:
+    glance = glance_object(patched(GLANCE, {"spec": spec or {}}), finalizer=finalizer)
+    backends = [stored(BACKEND, "b-uid")] if backends is None else backends
+    return Reconciler(glance, plan_inputs(backends, secrets, **kw), cluster or FakeCluster())
+
+
+def converged(**kw) -> Reconciler:
+    r = make(**kw)
+    r.converge()
+    return r
+
+
+def edit_spec(r: Reconciler, patch: dict) -> None:
+    r.glance = patched(r.glance, {"spec": patch})
+    r.glance["metadata"]["generation"] += 1
+
+
+def with_inputs(r: Reconciler, **changes) -> None:
+    r.inputs = dataclasses.replace(r.inputs, **changes)
+
+
+def writes(result: gp.PassResult) -> list[tuple[str, str, str, str]]:
+    return [(a.verb, a.kind, a.name, a.reason) for a in result.writes]
+
+
+def kinds_written(result: gp.PassResult) -> list[str]:
+    return [a.kind for a in result.writes]
+
+
+def reasons(r: Reconciler) -> dict[str, tuple[str, str]]:
+    return {
+        cond["type"]: (cond["status"], cond["reason"]) for cond in r.glance["status"]["conditions"]
+    }
+
+
+# --- finalizer and deletion ----------------------------------------------------------------------
+
+
+def test_a_new_glance_first_gets_the_finalizer_and_an_immediate_requeue():
+    r = make(finalizer=False)
+    result = r.run_pass()
+    assert result.finalizer == gp.ADD
+    assert result.requeue_after == 0
+    assert result.actions == [] and result.status is None and result.status_patch is None
+    assert r.glance["metadata"]["finalizers"] == ["glance.openstack.c5c3.io/finalizer"]
+
+
+@pytest.mark.parametrize("finalizer, expected", [(True, gp.REMOVE), (False, None)])
+def test_a_deleted_glance_only_releases_its_finalizer(finalizer, expected):
+    glance = glance_object(GLANCE, finalizer=finalizer, deletionTimestamp="2026-03-01T00:00:00Z")
+    result = gp.decide_pass(glance, plan_inputs([]), ls.LiveObjects(), NOW)
+    assert result.finalizer == expected
+    assert (result.actions, result.events, result.status_patch, result.requeue_after) == (
+        [],
+        [],
+        None,
+        None,
+    )
+
+
+# --- the whole install ----------------------------------------------------------------------------
+
+
+def test_a_fresh_install_converges_pass_by_pass():
+    r = make()
+    r.run_pass(HEALTHY)  # the finalizer
+    first = r.run_pass(HEALTHY)
+    assert kinds_written(first) == ["ConfigMap", "Secret", "Secret", "CronJob", "Job"]
+    assert first.requeue_after == 30
+    assert reasons(r)[c.DATABASE_READY] == ("False", c.DB_SYNC_IN_PROGRESS)
+    assert c.DEPLOYMENT_READY not in reasons(r)
+    second = r.run_pass(HEALTHY)
+    assert kinds_written(second) == ["Deployment", "Service", "PodDisruptionBudget"]
+    assert second.events == [
+        {"type": "Normal", "reason": "DatabaseSynced", "message": "Database schema is up to date"}
+    ]
+    assert reasons(r)[c.DEPLOYMENT_READY] == ("False", c.WAITING_FOR_DEPLOYMENT)
+    assert reasons(r)[c.GLANCE_API_READY] == ("False", c.ENDPOINT_NOT_READY)
+    assert second.requeue_after == 10
+    third = r.run_pass(HEALTHY)
+    assert writes(third) == [("apply", "Service", "glance", "changed")]  # selector narrowing
+    assert third.requeue_after is None
+    status = r.glance["status"]
+    assert status["endpoint"] == "http://glance.openstack.svc.cluster.local:9292/"
+    assert status["installedRelease"] == "2026.2"
+    assert status["observedGeneration"] == 1
+    assert set(reasons(r).values()) >= {("True", c.ALL_READY), ("True", c.API_HEALTHY)}
+    assert all(cond["status"] == "True" for cond in status["conditions"])
+
+
+def test_a_second_pass_over_unchanged_live_state_yields_no_write_actions_and_no_status_patch():
+    r = converged()
+    before = copy.deepcopy(r.glance["status"])
+    again = r.run_pass(HEALTHY)
+    assert again.writes == []
+    assert again.status_patch is None
+    assert again.events == []
+    assert again.requeue_after is None
+    assert r.glance["status"] == before
+    assert {a.reason for a in again.actions} <= {
+        ap.UNCHANGED,
+        ap.EXISTS,
+        ap.JOB_COMPLETE,
+        ap.NOT_WANTED,
+    }
+
+
+# --- the Secrets gate and the configuration ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "secrets, reason",
+    [
+        (default_secrets()[1:], c.WAITING_FOR_DB_CREDENTIALS),
+        ([default_secrets()[0], default_secrets()[2]], c.WAITING_FOR_SERVICE_USER_CREDENTIALS),
+        (
+            [secret("glance-db", username="glance", password=""), *default_secrets()[1:]],
+            c.WAITING_FOR_DB_CREDENTIALS,
+        ),
+    ],
+    ids=["no-db-secret", "no-service-user-secret", "empty-password"],
+)
+def test_a_missing_secret_writes_nothing_and_polls(secrets, reason):
+    r = converged()
+    with_inputs(r, secrets=secrets)
+    result = r.run_pass(HEALTHY)
+    assert result.writes == []
+    assert result.requeue_after == 15
+    got = reasons(r)
+    assert got[c.SECRETS_READY] == ("False", reason)
+    assert got[c.DEPLOYMENT_READY] == ("True", c.DEPLOYMENT_READY_REASON)  # kept as it was
+    assert got[c.READY] == ("False", c.NOT_ALL_READY)
+
+
+def test_a_config_error_is_a_condition_that_polls_not_a_failure():
+    r = make(spec={"policyOverrides": {"configMapRef": {"name": "glance-policy"}}})
+    r.run_pass()
+    result = r.run_pass()
+    assert reasons(r)[c.SECRETS_READY] == ("False", c.CONFIG_ERROR)
+    assert "glance-policy" in r.condition(c.SECRETS_READY)["message"]
+    assert result.requeue_after == 15
+    assert kinds_written(result) == ["Secret"]  # only the db-connection Secret
+    with_inputs(
+        r,
+        configmaps=[
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "glance-policy", "namespace": "openstack"},
+                "data": {"policy.yaml": "get_image: role:admin\n"},
+            }
+        ],
+    )
+    r.converge()
+    assert reasons(r)[c.READY] == ("True", c.ALL_READY)
+
+
+def test_a_stored_glance_the_rules_refuse_is_reported_and_nothing_is_written():
+    r = make(spec={"networkPolicy": {"ingress": []}})
+    r.run_pass()
+    result = r.run_pass()
+    assert result.writes == [] and result.requeue_after is None
+    cond = r.condition(c.SECRETS_READY)
+    assert (cond["status"], cond["reason"]) == ("False", c.CONFIG_ERROR)
+    assert "spec.networkPolicy" in cond["message"]
+
+
+# --- backends and last-good retention ---------------------------------------------------------------
+
+
+def test_no_default_backend_keeps_the_last_good_config_names_and_parks_at_no_default_backend():
+    r = converged()
+    deployment = r.cluster.get("Deployment", "glance")
+    mounted = ls.mounted_artifacts(deployment)
+    with_inputs(r, backends=[stored(patched(BACKEND, {"spec": {"isDefault": False}}), "b-uid")])
+    result = r.run_pass(HEALTHY)
+    assert result.writes == []
+    assert result.requeue_after is None  # a backend change wakes the Glance
+    assert result.plan.retained and (result.plan.config_map, result.plan.backends_secret) == mounted
+    got = reasons(r)
+    assert got[c.BACKENDS_READY] == ("False", c.NO_DEFAULT_BACKEND)
+    assert got[c.DATABASE_READY] == ("True", c.DATABASE_SYNCED)
+    assert got[c.DEPLOYMENT_READY] == ("True", c.DEPLOYMENT_READY_REASON)
+    assert got[c.READY] == ("False", c.NOT_ALL_READY)
+    # Deployment knobs still converge, on the last-good names.
+    edit_spec(r, {"deployment": {"replicas": 4}})
+    knob = r.run_pass(HEALTHY)
+    assert writes(knob) == [("apply", "Deployment", "glance", "changed")]
+    assert ls.mounted_artifacts(r.cluster.get("Deployment", "glance")) == mounted
+    assert r.cluster.get("Deployment", "glance")["spec"]["replicas"] == 4
+    assert len(r.cluster.of_kind("ConfigMap")) == 1
+    settled = r.converge()
+    assert settled.writes == [] and reasons(r)[c.BACKENDS_READY][1] == c.NO_DEFAULT_BACKEND
+
+
+def test_two_defaults_park_at_no_default_backend_rather_than_refusing_the_input():
+    second = stored(
+        patched(BACKEND, {"metadata": {"name": "s3-second"}, "spec": {"isDefault": True}}), "b2"
+    )
+    r = converged()
+    with_inputs(r, backends=[*r.inputs.backends, second])
+    result = r.run_pass(HEALTHY)
+    assert result.writes == []
+    assert reasons(r)[c.BACKENDS_READY] == ("False", c.NO_DEFAULT_BACKEND)
+    assert "s3-default, s3-second" in r.condition(c.BACKENDS_READY)["message"]
+
+
+def test_a_first_install_without_a_default_backend_waits_before_the_database():
+    r = make(backends=[stored(patched(BACKEND, {"spec": {"isDefault": False}}), "b-uid")])
+    r.run_pass()
+    result = r.run_pass()
+    assert kinds_written(result) == ["Secret"]  # the db-connection Secret alone
+    assert result.requeue_after == 30
+    got = reasons(r)
+    assert got[c.DATABASE_READY] == ("False", c.WAITING_FOR_BACKENDS)
+    assert c.DEPLOYMENT_READY not in got and c.HPA_READY not in got
+
+
+def test_an_s3_key_rotation_yields_a_new_backends_secret_and_a_deployment_apply():
+    r = converged()
+    old_secret = ls.mounted_artifacts(r.cluster.get("Deployment", "glance"))[1]
+    with_inputs(r, secrets=default_secrets(**{"secret-access-key": "rotated"}))
+    result = r.run_pass(HEALTHY)
+    (created,) = [a for a in result.writes if a.verb == "create"]
+    assert (created.kind, created.reason) == ("Secret", ap.ABSENT)
+    assert created.name != old_secret and created.name.startswith("glance-backends-")
+    assert writes(result)[-1] == ("apply", "Deployment", "glance", "changed")
+    assert ls.mounted_artifacts(r.cluster.get("Deployment", "glance"))[1] == created.name
+    assert result.requeue_after == 10  # the rollout is waited for
+    assert reasons(r)[c.DATABASE_READY] == ("True", c.DATABASE_SYNCED)  # db-sync does not rerun
+    assert r.cluster.get("Secret", old_secret) is not None  # kept: one of the three newest
+    assert r.converge().writes == []
+
+
+ARCHIVE_SECRET = secret("glance-s3-archive", **{"access-key-id": "a", "secret-access-key": "x\ny"})
+
+
+@pytest.mark.parametrize(
+    "archive_spec, why",
+    [
+        ({"s3": {"credentialsSecretRef": {"name": "glance-s3-archive"}}}, "newline"),
+        ({"extraOptions": {"x": "a\nb"}}, "refused by the admission rules"),
+    ],
+    ids=["secret-value-with-a-newline", "refused-by-the-rules"],
+)
+def test_a_faulty_backend_is_skipped_with_one_warning_and_its_siblings_still_project(
+    archive_spec, why
+):
+    archive = stored(
+        patched(
+            BACKEND,
+            {"metadata": {"name": "s3-archive"}, "spec": {"isDefault": False, **archive_spec}},
+        ),
+        "b2",
+    )
+    r = make(
+        backends=[stored(BACKEND, "b-uid"), archive], secrets=[*default_secrets(), ARCHIVE_SECRET]
+    )
+    r.run_pass()
+    first = r.run_pass()
+    skipped = [e for e in first.events if e["reason"] == "GlanceBackendSkipped"]
+    assert len(skipped) == 1 and skipped[0]["message"].startswith("Skipping backend s3-archive: ")
+    assert why in skipped[0]["message"]
+    assert reasons(r)[c.BACKENDS_READY] == ("False", c.WAITING_FOR_BACKENDS)
+    assert "ConfigMap" in kinds_written(first)  # the default still projects
+    assert not [e for e in r.run_pass().events if e["reason"] == "GlanceBackendSkipped"]
+
+
+# --- the database step ---------------------------------------------------------------------------------
+
+
+def test_a_configuration_change_reruns_db_sync_before_the_deployment_rolls():
+    r = converged()
+    edit_spec(r, {"logging": {"debug": True}})
+    first = r.run_pass(HEALTHY, settle=False)
+    assert writes(first)[0][1] == "ConfigMap"
+    assert ("delete", "Job", "glance-db-sync", ap.RERUN) in writes(first)
+    assert "Deployment" not in kinds_written(first)
+    assert first.requeue_after == 5
+    assert reasons(r)[c.DATABASE_READY] == ("False", c.DB_SYNC_IN_PROGRESS)
+    second = r.run_pass(HEALTHY, settle=False)
+    assert writes(second) == [("create", "Job", "glance-db-sync", ap.ABSENT)]
+    running = r.run_pass(HEALTHY, settle=False)
+    assert running.writes == [] and running.requeue_after == 30
+    r.cluster.settle()
+    fourth = r.run_pass(HEALTHY)
+    assert ("apply", "Deployment", "glance", "changed") in writes(fourth)
+
+
+def test_a_failed_db_sync_with_the_same_hash_is_not_rerun():
+    r = make()
+    r.run_pass()
+    r.run_pass(jobs="Failed")
+    failed = r.run_pass(HEALTHY, jobs="Failed")
+    assert failed.writes == []
+    assert reasons(r)[c.DATABASE_READY] == ("False", c.DB_SYNC_FAILED)
+    assert "glance-db-sync failed: BackoffLimitExceeded" in r.condition(c.DATABASE_READY)["message"]
+    assert failed.events == [
+        {
+            "type": "Warning",
+            "reason": "DBSyncFailed",
+            "message": "db_sync job failed: BackoffLimitExceeded",
+        }
+    ]
+    assert failed.requeue_after is None  # a spec change or a deleted Job brings the next pass
+    again = r.run_pass(HEALTHY, jobs="Failed")
+    assert (again.writes, again.events, again.status_patch) == ([], [], None)
+    assert r.cluster.get("Deployment", "glance") is None
+    # a spec change gives a new pod template: the Job runs again
+    edit_spec(r, {"image": {"tag": "2026.2-p1"}})
+    rerun = r.run_pass(HEALTHY, settle=False)
+    assert ("delete", "Job", "glance-db-sync", ap.RERUN) in writes(rerun)
+
+
+def test_an_image_tag_of_another_release_stops_before_the_database():
+    r = make(spec={"image": {"tag": "2026.1"}})
+    r.run_pass()
+    result = r.run_pass()
+    assert reasons(r)[c.DATABASE_READY] == ("False", c.IMAGE_RELEASE_MISMATCH)
+    assert "2026.1" in r.condition(c.DATABASE_READY)["message"]
+    assert result.requeue_after == 30
+    assert "Job" not in kinds_written(result) and "Deployment" not in kinds_written(result)
+    assert "CronJob" in kinds_written(result)  # applied once a configuration exists
+
+
+@pytest.mark.parametrize("tag", ["latest", "2026.2-p2", None])
+def test_a_tag_that_names_no_other_release_passes_the_check(tag):
+    image = {"tag": tag} if tag else {"tag": None, "digest": "sha256:" + "a" * 64}
+    r = make(spec={"image": image})
+    r.converge()
+    assert reasons(r)[c.DATABASE_READY] == ("True", c.DATABASE_SYNCED)
+
+
+def test_a_release_change_is_detected_and_waits_for_the_upgrade_flow():
+    r = converged(spec={"openStackRelease": "2026.1", "image": {"tag": "2026.1"}})
+    assert r.glance["status"]["installedRelease"] == "2026.1"
+    edit_spec(r, {"openStackRelease": "2026.2", "image": {"tag": "2026.2"}})
+    result = r.run_pass(HEALTHY)
+    cond = r.condition(c.DATABASE_READY)
+    assert (cond["status"], cond["reason"]) == ("False", "UpgradeNotSupported")
+    assert "upgrades arrive in a later release of the operator" in cond["message"]
+    assert "2026.1 → 2026.2" in cond["message"]
+    assert not {"Job", "Deployment"} & set(kinds_written(result))
+    assert result.requeue_after is None
+    assert r.glance["status"]["installedRelease"] == "2026.1"
+
+
+def test_an_upgrade_phase_left_by_another_operator_is_not_touched():
+    r = converged()
+    r.glance["status"]["upgradePhase"] = "Migrating"
+    result = r.run_pass(HEALTHY)
+    assert reasons(r)[c.DATABASE_READY] == ("False", "UpgradeNotSupported")
+    assert r.glance["status"]["upgradePhase"] == "Migrating"
+    assert "Job" not in kinds_written(result)
+
+
+# --- the Deployment ------------------------------------------------------------------------------------
+
+
+def test_a_changed_selector_deletes_the_deployment_first():
+    r = converged()
+    r.cluster.get("Deployment", "glance")["spec"]["selector"] = {"matchLabels": {"app": "glance"}}
+    result = r.run_pass(HEALTHY, settle=False)
+    assert ("delete", "Deployment", "glance", ap.SELECTOR_CHANGED) in writes(result)
+    assert ("apply", "Deployment", "glance", ap.ABSENT) not in writes(result)
+    assert result.requeue_after == 5
+    assert reasons(r)[c.DEPLOYMENT_READY] == ("False", c.WAITING_FOR_DEPLOYMENT)
+    recreate = r.run_pass(HEALTHY)
+    assert ("apply", "Deployment", "glance", ap.ABSENT) in writes(recreate)
+    assert r.converge().writes == []
+
+
+def test_a_deployment_someone_else_controls_is_reported_not_overwritten():
+    foreign = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "glance",
+            "namespace": "openstack",
+            "uid": "d",
+            "generation": 1,
+            "ownerReferences": [owner_ref("other-uid", kind="Glance", name="glance")],
+        },
+        "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": {"spec": {"volumes": []}}},
+    }
+    r = make(cluster=FakeCluster([foreign]))
+    r.run_pass()
+    r.run_pass()
+    result = r.run_pass()
+    assert not {"Deployment", "Service", "PodDisruptionBudget"} & set(kinds_written(result))
+    cond = r.condition(c.DEPLOYMENT_READY)
+    assert (cond["status"], cond["reason"]) == ("False", "OwnershipConflict")
+    assert "never overwrites" in cond["message"]
+    assert result.requeue_after == 30
+
+
+def test_a_config_map_name_taken_by_someone_else_stops_the_pass():
+    r = make()
+    r.run_pass()
+    name = r.run_pass(settle=False).plan.config_map
+    taken = r.cluster.get("ConfigMap", name)
+    taken["metadata"]["ownerReferences"] = [owner_ref("other-uid")]
+    r.cluster.objects = {k: v for k, v in r.cluster.objects.items() if k[0] != "Job"}
+    result = r.run_pass()
+    assert reasons(r)[c.SECRETS_READY] == ("False", "OwnershipConflict")
+    assert "Job" not in kinds_written(result)
+
+
+def test_autoscaling_leaves_replicas_to_the_hpa_and_disabling_it_deletes_our_hpa():
+    r = converged(
+        spec={"autoscaling": {"minReplicas": 2, "maxReplicas": 6, "targetCPUUtilization": 75}}
+    )
+    assert r.cluster.get("HorizontalPodAutoscaler", "glance") is not None
+    assert reasons(r)[c.HPA_READY] == ("True", c.HPA_READY_REASON)
+    assert r.cluster.get("Deployment", "glance")["spec"]["replicas"] == 1  # the API default
+    r.cluster.get("Deployment", "glance")["spec"]["replicas"] = 4  # the HPA scaled
+    assert r.run_pass(HEALTHY).writes == []
+    r.glance["spec"].pop("autoscaling")
+    r.glance["metadata"]["generation"] += 1
+    result = r.run_pass(HEALTHY)
+    assert ("delete", "HorizontalPodAutoscaler", "glance", ap.NOT_WANTED) in writes(result)
+    assert reasons(r)[c.HPA_READY] == ("True", c.HPA_NOT_REQUIRED)
+    assert r.cluster.get("Deployment", "glance")["spec"]["replicas"] == 3
+
+
+def test_switching_autoscaling_on_hands_the_replica_count_over():
+    r = converged()
+    edit_spec(r, {"autoscaling": {"minReplicas": 2, "maxReplicas": 6, "targetCPUUtilization": 75}})
+    result = r.run_pass(HEALTHY)
+    assert [a.reason for a in result.writes if a.kind == "Deployment"] == [
+        ap.REPLICAS_HANDOVER,
+        ap.CHANGED,
+    ]
+    assert r.cluster.get("Deployment", "glance")["spec"]["replicas"] == 3
+    assert r.converge().writes == []
+
+
+def test_exposure_objects_are_applied_while_the_database_is_still_syncing():
+    spec = {
+        "autoscaling": {"maxReplicas": 4, "targetCPUUtilization": 80},
+        "networkPolicy": {"ingress": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]},
+        "gateway": ROUTE,
+    }
+    r = make(spec=spec)
+    r.run_pass()
+    first = r.run_pass(settle=False)
+    assert reasons(r)[c.DATABASE_READY][1] == c.DB_SYNC_IN_PROGRESS
+    assert {"HorizontalPodAutoscaler", "NetworkPolicy", "HTTPRoute", "CronJob"} <= set(
+        kinds_written(first)
+    )
+    assert reasons(r)[c.HTTPROUTE_READY] == ("False", c.HTTPROUTE_NOT_ACCEPTED)
+    assert first.requeue_after == 10  # the shortest asked for: the route
+
+
+# --- HTTPRoute, db-purge, health ------------------------------------------------------------------------
+
+
+def test_a_gateway_without_the_gateway_api_is_a_condition_checked_again_every_minute():
+    r = make(spec={"gateway": ROUTE}, cluster=FakeCluster(gateway_api=False))
+    r.run_pass()
+    result = r.run_pass(settle=False)
+    assert reasons(r)[c.HTTPROUTE_READY] == ("False", c.GATEWAY_API_NOT_INSTALLED)
+    assert "HTTPRoute" not in kinds_written(result)
+    assert result.requeue_after == 30  # db-sync is shorter than the minute
+    r.cluster.settle()
+    r.run_pass(HEALTHY)
+    assert r.run_pass(HEALTHY).requeue_after == 60
+
+
+def test_an_accepted_route_makes_the_endpoint_the_gateway_url():
+    r = converged(spec={"gateway": ROUTE})
+    assert reasons(r)[c.HTTPROUTE_READY] == ("True", c.HTTPROUTE_ACCEPTED)
+    assert r.glance["status"]["endpoint"] == "https://images.example.com/"
+
+
+def test_a_route_the_gateway_does_not_accept_polls():
+    r = make(spec={"gateway": ROUTE})
+    result = r.converge(routes=False)
+    assert reasons(r)[c.HTTPROUTE_READY] == ("False", c.HTTPROUTE_NOT_ACCEPTED)
+    assert result.requeue_after == 10
+    assert r.glance["status"]["endpoint"] == "https://images.example.com/"
+
+
+def purge_run(name: str, state: str, created: str, cronjob_uid: str) -> dict:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "openstack",
+            "creationTimestamp": created,
+            "labels": {"app.kubernetes.io/name": "glance", "app.kubernetes.io/instance": "glance"},
+            "ownerReferences": [owner_ref(cronjob_uid, kind="CronJob", name="glance-db-purge")],
+        },
+        "status": job_status(state),
+    }
+
+
+def test_a_failed_purge_run_turns_db_purge_false_and_warns_once():
+    r = converged()
+    uid = r.cluster.get("CronJob", "glance-db-purge")["metadata"]["uid"]
+    run = purge_run("glance-db-purge-29000000", "Failed", "2026-03-02T00:01:00Z", uid)
+    r.cluster.objects[("Job", run["metadata"]["name"])] = run
+    result = r.run_pass(HEALTHY)
+    assert reasons(r)[c.DB_PURGE_READY] == ("False", c.DB_PURGE_JOB_FAILED)
+    assert [e["reason"] for e in result.events] == ["DBPurgeJobFailed"]
+    assert "glance-db-purge-29000000" in result.events[0]["message"]
+    assert r.run_pass(HEALTHY).events == []
+    later = purge_run("glance-db-purge-29000001", "Complete", "2026-03-03T00:01:00Z", uid)
+    r.cluster.objects[("Job", later["metadata"]["name"])] = later
+    r.run_pass(HEALTHY)
+    assert reasons(r)[c.DB_PURGE_READY] == ("True", c.DB_PURGE_SCHEDULED)
+
+
+def test_a_suspended_purge_stays_true_and_names_the_failed_run():
+    r = converged(spec={"dbPurge": {"suspend": True, "retentionDays": 90}})
+    uid = r.cluster.get("CronJob", "glance-db-purge")["metadata"]["uid"]
+    run = purge_run("glance-db-purge-1", "Failed", "2026-03-02T00:01:00Z", uid)
+    r.cluster.objects[("Job", "glance-db-purge-1")] = run
+    result = r.run_pass(HEALTHY)
+    cond = r.condition(c.DB_PURGE_READY)
+    assert (cond["status"], cond["reason"]) == ("True", c.DB_PURGE_SUSPENDED)
+    assert "retention 90 days" in cond["message"]
+    assert cond["message"].endswith("the last run (Job glance-db-purge-1) failed before the pause")
+    assert result.events == []
+
+
+URL = "http://glance.openstack.svc.cluster.local:9292/healthcheck"
+
+
+@pytest.mark.parametrize(
+    "health, reason, status, message",
+    [
+        ({"status_code": 200}, c.API_HEALTHY, "True", f"Glance API is responding at {URL}"),
+        ({"status_code": 204}, c.API_HEALTHY, "True", f"Glance API is responding at {URL}"),
+        (
+            {"status_code": 503, "body": ""},
+            c.API_UNHEALTHY,
+            "False",
+            "Glance API returned HTTP 503",
+        ),
+        (
+            {"status_code": 500, "body": "no endpoints\r\navailable\nfor service\n"},
+            c.API_UNHEALTHY,
+            "False",
+            "Glance API returned HTTP 500: no endpoints available for service",
+        ),
+        (
+            {"error_kind": "timeout"},
+            c.HEALTH_CHECK_TIMEOUT,
+            "False",
+            f"health check of {URL} timed out",
+        ),
+        ({"error_kind": "dns"}, c.ENDPOINT_NOT_READY, "False", f"endpoint not resolvable: {URL}"),
+        (
+            {"error_kind": "refused", "error": "dial tcp 10.0.0.1:9292: connection refused"},
+            c.CONNECTION_FAILED,
+            "False",
+            f"connection failed: {URL}: dial tcp 10.0.0.1:9292: connection refused",
+        ),
+        (
+            {"error_kind": "other", "error": "unexpected EOF"},
+            c.HEALTH_CHECK_FAILED,
+            "False",
+            f"health check failed: {URL}: unexpected EOF",
+        ),
+    ],
+    ids=["200", "204", "503", "500-with-body", "timeout", "dns", "refused", "other"],
+)
+def test_the_health_probe_sets_glance_api_ready(health, reason, status, message):
+    cond, requeue = gp.health_condition(gp.Health.from_data({"url": URL, **health}))
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        c.GLANCE_API_READY,
+        status,
+        reason,
+        message,
+    )
+    assert requeue == (None if status == "True" else 10)
+
+
+def test_a_long_body_is_cut_to_256_bytes():
+    cond, _ = gp.health_condition(gp.Health(URL, status_code=500, body="é" * 300))
+    excerpt = cond["message"].removeprefix("Glance API returned HTTP 500: ")
+    assert len(excerpt.encode()) <= 256 and excerpt == "é" * 128
+
+
+def test_an_unhealthy_api_polls_and_a_pass_without_a_probe_keeps_the_condition():
+    r = converged()
+    result = r.run_pass({"url": URL, "status_code": 503})
+    assert result.requeue_after == 10
+    assert reasons(r)[c.GLANCE_API_READY] == ("False", c.API_UNHEALTHY)
+    assert reasons(r)[c.READY] == ("False", c.NOT_ALL_READY)
+    unprobed = r.run_pass(None)
+    assert unprobed.status_patch is None
+    assert reasons(r)[c.GLANCE_API_READY] == ("False", c.API_UNHEALTHY)
+
+
+def test_the_probe_url_is_in_cluster_whatever_the_gateway():
+    glance = glance_object(patched(GLANCE, {"spec": {"gateway": ROUTE}}))
+    assert gp.health_check_url(glance) == URL
+    assert gp.endpoint_url(glance) == "https://images.example.com/"
+    assert (
+        gp.endpoint_url(glance_object(GLANCE)) == "http://glance.openstack.svc.cluster.local:9292/"
+    )
+
+
+# --- events only on change -------------------------------------------------------------------------------
+
+
+def test_extra_config_warns_when_it_turns_false_or_its_message_changes():
+    r = make(spec={"extraConfig": {"DEFAULT": {"debug": "True"}}})
+    r.run_pass()
+    first = r.run_pass()
+    assert [e["reason"] for e in first.events] == ["ExtraConfigOwnedKeyOverride"]
+    assert reasons(r)[c.EXTRA_CONFIG_HEALTHY] == ("False", c.OWNED_KEYS_OVERRIDDEN)
+    assert not [e for e in r.run_pass().events if e["reason"] == "ExtraConfigOwnedKeyOverride"]
+    edit_spec(r, {"extraConfig": {"DEFAULT": {"debug": "True", "use_stderr": "false"}}})
+    changed = r.run_pass()
+    assert [e["reason"] for e in changed.events] == ["ExtraConfigOwnedKeyOverride"]
+    since = r.condition(c.EXTRA_CONFIG_HEALTHY)["lastTransitionTime"]
+    r.run_pass()
+    assert r.condition(c.EXTRA_CONFIG_HEALTHY)["lastTransitionTime"] == since
+
+
+def test_the_status_is_stamped_with_the_generation_and_transition_times_hold():
+    r = converged()
+    since = r.condition(c.DEPLOYMENT_READY)["lastTransitionTime"]
+    edit_spec(r, {"deployment": {"replicas": 2}})
+    r.converge()
+    assert r.glance["status"]["observedGeneration"] == 2
+    assert all(cond["observedGeneration"] == 2 for cond in r.glance["status"]["conditions"])
+    # the rollout turned DeploymentReady False and back: a new transition time
+    assert r.condition(c.DEPLOYMENT_READY)["lastTransitionTime"] != since
+    assert r.condition(c.SECRETS_READY)["lastTransitionTime"] == "2026-03-01T12:01:00Z"
+
+
+def test_the_result_is_plain_data():
+    r = make()
+    r.run_pass()
+    data = r.run_pass().as_dict()
+    assert set(data) == {
+        "actions",
+        "status",
+        "status_patch",
+        "events",
+        "requeue_after",
+        "finalizer",
+    }
+    assert data["actions"][0]["kind"] == "ConfigMap"
+    assert GLANCE_UID in str(data["actions"][0]["object"]["metadata"]["ownerReferences"])
+
+
+# --- someone else's objects under owned names ------------------------------------------------------------
+
+FULL_SPEC = {
+    "autoscaling": {"maxReplicas": 4, "targetCPUUtilization": 80},
+    "networkPolicy": {"ingress": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]},
+    "gateway": ROUTE,
+}
+
+
+def foreign(kind: str, name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": "openstack",
+            "uid": f"foreign-{kind}",
+            "generation": 1,
+            "ownerReferences": [owner_ref("other-uid", kind="Glance", name="other")],
+        },
+        "spec": {},
+    }
+
+
+@pytest.mark.parametrize(
+    "kind, name, condition",
+    [
+        ("HorizontalPodAutoscaler", "glance", c.HPA_READY),
+        ("NetworkPolicy", "glance", c.NETWORK_POLICY_READY),
+        ("HTTPRoute", "glance", c.HTTPROUTE_READY),
+        ("CronJob", "glance-db-purge", c.DB_PURGE_READY),
+        ("Job", "glance-db-sync", c.DATABASE_READY),
+        ("Secret", "glance-db-connection", c.SECRETS_READY),
+        ("Service", "glance", c.DEPLOYMENT_READY),
+        ("PodDisruptionBudget", "glance", c.DEPLOYMENT_READY),
+    ],
+)
+def test_an_owned_name_taken_by_someone_else_is_a_condition_and_is_never_written(
+    kind, name, condition
+):
+    r = make(spec=FULL_SPEC, cluster=FakeCluster([foreign(kind, name)]))
+    r.converge()
+    cond = r.condition(condition)
+    assert (cond["status"], cond["reason"]) == ("False", "OwnershipConflict")
+    assert "not by this Glance" in cond["message"]
+    assert not [a for a in r.cluster.writes if (a.kind, a.name) == (kind, name)]
+    assert r.results[-1].requeue_after is not None
+
+
+def test_a_config_copy_of_ours_still_being_deleted_is_waited_for():
+    r = make()
+    r.run_pass()
+    name = r.run_pass(settle=False).plan.config_map
+    r.cluster.get("ConfigMap", name)["metadata"]["deletionTimestamp"] = "2026-03-01T00:00:00Z"
+    result = r.run_pass()
+    assert reasons(r)[c.SECRETS_READY] == ("False", c.CONFIG_ERROR)
+    assert "is being deleted" in r.condition(c.SECRETS_READY)["message"]
+    assert result.requeue_after == 5
+
+
+def test_without_the_gateway_api_and_without_a_gateway_the_route_is_not_required():
+    r = converged(cluster=FakeCluster(gateway_api=False))
+    assert reasons(r)[c.HTTPROUTE_READY] == ("True", c.HTTPROUTE_NOT_REQUIRED)
+    assert not [a for a in r.cluster.writes if a.kind == "HTTPRoute"]
+
+
+def test_a_health_result_may_be_given_as_data_or_as_a_health():
+    probe = gp.Health(URL, status_code=200)
+    assert gp.Health.from_data(probe) is probe
+    assert gp.Health.from_data({"url": URL}) == gp.Health(URL)
+    cond, requeue = gp.health_condition(gp.Health(URL))  # neither a code nor an error kind
+    assert (cond["reason"], cond["message"], requeue) == (
+        c.HEALTH_CHECK_FAILED,
+        f"health check failed: {URL}: no answer",
+        10,
+    )
