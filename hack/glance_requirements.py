@@ -39,6 +39,11 @@ EXTRA_PINS: dict[str, tuple[str, str]] = {
     # The uWSGI server glance-api runs under (reference-spec §4.2). The PyPI build of
     # uWSGI: a manylinux cp312 wheel, no compiler needed (real-glance-notes.md).
     "pyuwsgi": ("2.0.30.post1", "real-glance-notes.md"),
+    # The driver of the rendered DSN (mysql+pymysql://), which glance does not declare.
+    "pymysql": ("1.2.4", "real-glance-notes.md"),
+    # keystonemiddleware imports `memcache` once memcached_servers is set (always rendered);
+    # without it every authenticated request fails with 500 (found by tests/e2e).
+    "python-memcached": ("1.62", "tests/e2e"),
 }
 
 # glance_store is installed with the extra the image uses; its members (boto3, botocore,

@@ -643,6 +643,10 @@ def db_connection_secret(glance: Mapping[str, Any], artifacts: Artifacts) -> dic
 # the API: Deployment, Service, PDB, HPA
 
 
+UWSGI_CLOSE_AFTER_CHUNKED = "contains:${HTTP_TRANSFER_ENCODING};chunked addheader:Connection: close"
+UWSGI_GRACEFUL_SIGTERM = "unix_signal:15 gracefully_kill_them_all"
+
+
 def uwsgi_command(spec: Mapping[str, Any]) -> list[str]:
     """The uWSGI launch command of reference-spec §4.2, plus the chunked-input limit.
 
@@ -668,6 +672,12 @@ def uwsgi_command(spec: Mapping[str, Any]) -> list[str]:
         timeout = uwsgi.get("httpKeepAliveTimeout")
         if timeout is not None and timeout > 0:
             command += ["--http-keepalive-timeout", str(timeout)]
+        # uWSGI's HTTP router closes a connection after a chunked request without saying so;
+        # the client's next request on it then fails. Announce the close (tests/e2e).
+        command += ["--route-if", UWSGI_CLOSE_AFTER_CHUNKED]
+    # uWSGI 2.0 takes SIGTERM as a brutal reload: in-flight uploads are cut and the master
+    # exits 1. Make SIGTERM the graceful shutdown the kubelet expects (tests/e2e).
+    command += ["--hook-master-start", UWSGI_GRACEFUL_SIGTERM]
     command += [
         "--log-master",
         "--log-format",

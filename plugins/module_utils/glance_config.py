@@ -93,7 +93,9 @@ POLICY_PATH = CONFIG_DIR + POLICY_YAML
 STAGING_DIR = "/var/lib/glance/staging"
 TASKS_WORK_DIR = "/var/lib/glance/tasks-work"
 IMAGE_CACHE_DIR = "/var/lib/glance/image-cache"
-HEALTHCHECK_DISABLE_FILE = "/etc/glance/healthcheck_disable"
+# On the pod's writable tmp volume (the root filesystem is read-only), so that
+# `kubectl exec <pod> -- touch /tmp/glance-healthcheck-disable` takes a pod out of rotation.
+HEALTHCHECK_DISABLE_FILE = "/tmp/glance-healthcheck-disable"
 #: The ConfigMap key a ``policyOverrides.configMapRef`` ConfigMap must carry.
 POLICY_CONFIGMAP_KEY = "policy.yaml"
 

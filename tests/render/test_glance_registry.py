@@ -257,7 +257,7 @@ def test_rendered_configuration_loads_with_the_real_glance_registry(glance_check
 
 def test_the_inputs_without_a_configuration_are_only_the_expected_ones(glance_checks):
     without = sorted(n for n in case_names() if glance_checks.case(n).no_config)
-    assert without == ["no-default-backend"]
+    assert without == ["missing-db-credentials", "no-default-backend"]
 
 
 # ---------------------------------------------------------------------------------------

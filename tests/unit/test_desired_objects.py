@@ -91,6 +91,10 @@ DEFAULT_COMMAND = [
     "--chunked-input-limit",
     "16777216",
     "--http-keepalive",
+    "--route-if",
+    "contains:${HTTP_TRANSFER_ENCODING};chunked addheader:Connection: close",
+    "--hook-master-start",
+    "unix_signal:15 gracefully_kill_them_all",
     "--log-master",
     "--log-format",
     "%(method) %(uri) => generated %(rsize) bytes in %(msecs) msecs (%(proto) %(status))",
@@ -129,8 +133,12 @@ def _replaced(tokens: list[str], old: list[str], new: list[str]) -> list[str]:
     [
         pytest.param(
             {"httpKeepAlive": False},
-            _replaced(DEFAULT_COMMAND, ["--http-keepalive"], []),
-            id="keepalive-false-drops-the-flag",
+            _replaced(
+                DEFAULT_COMMAND,
+                ["--http-keepalive", "--route-if", do.UWSGI_CLOSE_AFTER_CHUNKED],
+                [],
+            ),
+            id="keepalive-false-drops-the-flag-and-the-close-announcement",
         ),
         pytest.param(
             {"httpKeepAliveTimeout": 5},

@@ -590,7 +590,7 @@ paste.app_factory = glance.api.versions:create_resource
 
 [app:healthcheck]
 backends = disable_by_file
-disable_by_file_path = /etc/glance/healthcheck_disable
+disable_by_file_path = /tmp/glance-healthcheck-disable
 paste.app_factory = oslo_middleware:Healthcheck.app_factory
 
 [composite:glance-api-keystone]
