@@ -20,7 +20,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help
 help: ## List the targets
-	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
+	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.txt
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
@@ -50,7 +50,7 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 test: lint unit ## Lint, then every test
 
 .PHONY: unit
-unit: venv glance-venvs ## The pytest suites (unit, render, integration: the last skip without KUBE_ASSETS_DIR)
+unit: venv glance-venvs e2e-env ## The pytest suites: unit, render, playbooks, e2e (real Glance stack), integration (skips without KUBE_ASSETS_DIR)
 	$(BIN)/python -m pytest -q tests
 
 .PHONY: lint
@@ -69,6 +69,15 @@ build: venv ## Build the collection tarball into build/
 glance-venvs: ## Build the per-release Glance environments .venv-glance/<release> (GLANCE_RELEASES)
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
 	$(PYTHON312) hack/glance_venv.py --python $(PYTHON312) $(GLANCE_RELEASES)
+
+.PHONY: e2e-env
+e2e-env: ## Install what the e2e suite runs: .venv-glance/e2e-2026.2 and MariaDB (idempotent)
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
+	$(PYTHON312) tests/e2e/setup_env.py --python $(PYTHON312)
+
+.PHONY: e2e
+e2e: venv e2e-env ## The rendered Glance against real Keystone, MariaDB and S3 (tests/e2e)
+	$(BIN)/python -m pytest -q tests/e2e
 
 .PHONY: lock
 lock: ## Re-resolve requirements.in into the pinned requirements.txt

@@ -1,0 +1,47 @@
+"""Session fixtures of the e2e suite: one real stack for every test (``e2e/stack.py``).
+
+The stack (MariaDB, moto's S3 server, Keystone, and a Glance launched from the rendered
+objects) comes up once, on first use, and is stopped at the end of the session, also when
+bringing it up failed half-way. The whole suite is skipped only when a program it needs
+is not installed (``make e2e-env`` installs them all) or when ``C5C3_SKIP_E2E=1``;
+any other failure to bring the stack up fails the tests, with the logs' last lines.
+The wsgi-shim tests (``test_wsgi_shim.py``) need no stack.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from e2e.stack import Stack, StackError, missing_programs
+
+SKIP_ENV = "C5C3_SKIP_E2E"
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory) -> Stack:
+    if os.environ.get(SKIP_ENV) == "1":
+        pytest.skip(f"{SKIP_ENV}=1: the e2e stack is not started")
+    missing = missing_programs()
+    if missing:
+        pytest.skip(
+            "the e2e suite needs programs that are not installed (run `make e2e-env`): "
+            + ", ".join(missing)
+        )
+    root = tmp_path_factory.mktemp("e2e", numbered=True)
+    stack = Stack(root, log=_say)
+    try:
+        try:
+            stack.start()
+        except StackError as exc:
+            pytest.fail(f"the e2e stack did not come up: {exc}", pytrace=False)
+        yield stack
+    finally:
+        stack.stop()
+        timings = ", ".join(f"{k} {v:.1f}s" for k, v in stack.timings.items())
+        _say(f"\n[e2e] timings: {timings}\n[e2e] logs: {root / 'logs'}")

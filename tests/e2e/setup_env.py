@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Set up what the e2e suite runs: the e2e environment and MariaDB (``make e2e-env``).
+
+    python3 tests/e2e/setup_env.py            # idempotent: build what is missing
+    python3 tests/e2e/setup_env.py --lock     # re-resolve tests/e2e/requirements-2026.2.txt
+
+1. **The e2e environment** ``.venv-glance/e2e-2026.2``: glance 33 (release 2026.2) with
+   keystone, keystonemiddleware, python-openstackclient, python-glanceclient, pyuwsgi,
+   moto[server], boto3, PyMySQL and python-memcached, from ONE complete pinned list,
+   ``tests/e2e/requirements-2026.2.txt``, installed with ``pip install --no-deps`` and
+   then ``pip check``. A stamp records the list's SHA-256 and the Python version; when
+   both match nothing is done, otherwise the environment is rebuilt from scratch.
+2. **MariaDB**: Debian's ``mariadb-server`` (``mariadbd``, ``mariadb-install-db``) when
+   ``mariadbd`` is missing: ``apt-get install -y mariadb-server``, with one
+   ``apt-get update`` first only when the install fails. Needs root (CI runs as root).
+   The package's own service is not used (the harness runs a private ``mariadbd``) and
+   is kept from starting during the install by a temporary ``policy-rc.d``.
+
+``--lock`` is a resolver run: pip resolves the packages above for Python 3.12 with every
+pin of ``images/glance/requirements/2026.2.txt`` as a constraint (the Glance the image
+ships, so both agree), and the list is written from its report. Run it when a pin must
+move, review the diff, then ``make e2e-env``.
+
+Standard library only (plus ``hack/glance_venv.py`` for finding Python 3.12 and its lock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RELEASE = "2026.2"
+REQUIREMENTS = REPO_ROOT / "tests" / "e2e" / f"requirements-{RELEASE}.txt"
+GLANCE_REQUIREMENTS = REPO_ROOT / "images" / "glance" / "requirements" / f"{RELEASE}.txt"
+VENV_NAME = f"e2e-{RELEASE}"
+VENV = REPO_ROOT / ".venv-glance" / VENV_NAME
+STAMP = ".c5c3-e2e-venv.json"
+# What the e2e suite runs, on top of Glance itself (``--lock`` resolves these).
+TOP_LEVEL = (
+    "glance==33.0.0",
+    "glance-store[s3]",
+    "keystone",
+    "keystonemiddleware",
+    "python-openstackclient",
+    "python-glanceclient",
+    "pyuwsgi",
+    "moto[server]",
+    "boto3",
+    "pymysql",
+    # keystonemiddleware's token cache (the rendered [keystone_authtoken] memcached_servers)
+    # imports python-memcached; the image's pin list lacks it (see the e2e report).
+    "python-memcached",
+)
+MARIADB_PROGRAMS = ("mariadbd", "mariadb-install-db")
+MARIADB_SBIN = ("/usr/sbin", "/usr/bin")
+
+
+def _hack_glance_venv():
+    spec = importlib.util.spec_from_file_location(
+        "hack_glance_venv", REPO_ROOT / "hack" / "glance_venv.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+glance_venv = _hack_glance_venv()
+
+
+def log(msg: str) -> None:
+    print(f"[e2e-env] {msg}", file=sys.stderr, flush=True)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pins(path: Path) -> dict[str, tuple[str, str]]:
+    """canonical name -> (the line's spelling of the requirement, version)."""
+    out = {}
+    for raw in path.read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if "==" not in line:
+            continue
+        spelled, version = (part.strip() for part in line.split("==", 1))
+        out[_canonical(spelled.split("[", 1)[0])] = (spelled, version)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# --lock: one resolver run
+
+
+def lock(python: str) -> None:
+    glance_pins = _pins(GLANCE_REQUIREMENTS)
+    with tempfile.TemporaryDirectory(prefix="e2e-lock-") as tmp:
+        venv = Path(tmp) / "venv"
+        glance_venv._run([python, "-m", "venv", str(venv)], "python -m venv")
+        constraints = Path(tmp) / "constraints.txt"
+        constraints.write_text(
+            "".join(
+                f"{spelled.split('[', 1)[0]}=={version}\n"
+                for spelled, version in glance_pins.values()
+            )
+        )
+        report = Path(tmp) / "report.json"
+        started = time.monotonic()
+        glance_venv._run(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--dry-run",
+                "--ignore-installed",
+                "--report",
+                str(report),
+                "-c",
+                str(constraints),
+                *TOP_LEVEL,
+            ],
+            "pip install --dry-run (resolver)",
+        )
+        log(f"resolved in {time.monotonic() - started:.1f}s")
+        installed = json.loads(report.read_text())["install"]
+    lines = {}
+    for item in installed:
+        meta = item["metadata"]
+        key = _canonical(meta["name"])
+        spelled = glance_pins.get(key, (key, ""))[0]
+        lines[key] = f"{spelled}=={meta['version']}"
+    for key, (spelled, version) in glance_pins.items():
+        lines.setdefault(key, f"{spelled}=={version}")  # setuptools: not a resolved dependency
+    moved = sorted(k for k, (_, v) in glance_pins.items() if lines[k].split("==")[1] != v)
+    if moved:
+        raise SystemExit(f"the resolver moved glance pins {moved}: they must agree")
+    header = (
+        f"# The e2e environment (.venv-glance/{VENV_NAME}): glance 33.0.0 (release {RELEASE})\n"
+        "# with keystone, keystonemiddleware, python-openstackclient, python-glanceclient,\n"
+        "# pyuwsgi, moto[server], boto3, PyMySQL and python-memcached, for Python 3.12.\n"
+        "# Complete: install with `pip install --no-deps -r`. Every pin of\n"
+        "# images/glance/requirements/2026.2.txt is kept as is. Generated by\n"
+        "# `python3 tests/e2e/setup_env.py --lock` (one resolver run); do not edit by hand.\n"
+    )
+    REQUIREMENTS.write_text(header + "".join(f"{lines[k]}\n" for k in sorted(lines)))
+    log(f"wrote {REQUIREMENTS.relative_to(REPO_ROOT)}: {len(lines)} pins")
+
+
+# ---------------------------------------------------------------------------------------
+# the environment
+
+
+def _stamp(python_version: str) -> dict[str, str]:
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    return {"requirements_sha256": digest, "python": python_version}
+
+
+def venv_is_current() -> bool:
+    python = VENV / "bin" / "python"
+    try:
+        stamp = json.loads((VENV / STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    version = glance_venv._python_version(str(python)) if python.exists() else None
+    return version is not None and stamp == _stamp(version)
+
+
+def ensure_venv(python: str | None) -> bool:
+    """Build the environment unless it is current; True when it was built."""
+    with glance_venv._locked(VENV_NAME):
+        if venv_is_current():
+            log(f"{VENV.relative_to(REPO_ROOT)} is up to date")
+            return False
+        interpreter = glance_venv.find_python(python)
+        version = glance_venv._python_version(interpreter) or "?"
+        if VENV.exists():
+            shutil.rmtree(VENV)
+        started = time.monotonic()
+        log(f"creating {VENV.relative_to(REPO_ROOT)} with Python {version}")
+        glance_venv._run([interpreter, "-m", "venv", str(VENV)], "python -m venv")
+        pip = [str(VENV / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+        log(f"pip install --no-deps -r {REQUIREMENTS.relative_to(REPO_ROOT)}")
+        out = glance_venv._run(
+            [*pip, "install", "--quiet", "--no-deps", "-r", str(REQUIREMENTS)], "pip install"
+        )
+        if out:
+            log(out)
+        glance_venv._run([*pip, "check"], "pip check")
+        (VENV / STAMP).write_text(json.dumps(_stamp(version), indent=1, sort_keys=True) + "\n")
+        log(f"environment installed in {time.monotonic() - started:.1f}s")
+        return True
+
+
+# ---------------------------------------------------------------------------------------
+# MariaDB
+
+
+def find_mariadb_program(name: str) -> str | None:
+    """A MariaDB program on PATH or in the Debian package's directories."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for directory in MARIADB_SBIN:
+        candidate = Path(directory) / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def _apt_install() -> subprocess.CompletedProcess:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    return subprocess.run(
+        ["apt-get", "install", "-y", "--no-install-recommends", "mariadb-server"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def ensure_mariadb() -> bool:
+    """Install Debian's mariadb-server when a program is missing; True when installed."""
+    if all(find_mariadb_program(p) for p in MARIADB_PROGRAMS):
+        log("mariadb-server is installed")
+        return False
+    if shutil.which("apt-get") is None:
+        raise SystemExit("mariadbd is missing and there is no apt-get: install mariadb-server")
+    if os.geteuid() != 0:
+        raise SystemExit("mariadbd is missing: run `apt-get install -y mariadb-server` as root")
+    policy = Path("/usr/sbin/policy-rc.d")
+    own_policy = not policy.exists()
+    if own_policy:  # keep the package's service from starting: the harness runs its own
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+    started = time.monotonic()
+    try:
+        proc = _apt_install()
+        if proc.returncode != 0:
+            log("apt-get install failed; apt-get update, then once more")
+            subprocess.run(["apt-get", "update"], capture_output=True, text=True, check=False)
+            proc = _apt_install()
+    finally:
+        if own_policy:
+            policy.unlink()
+    if proc.returncode != 0:
+        raise SystemExit(f"apt-get install -y mariadb-server failed:\n{proc.stdout}{proc.stderr}")
+    log(f"mariadb-server installed in {time.monotonic() - started:.1f}s")
+    return True
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lock", action="store_true", help="re-resolve the pinned list")
+    parser.add_argument("--python", help="the Python 3.12 interpreter to use")
+    args = parser.parse_args(argv)
+    try:
+        if args.lock:
+            lock(glance_venv.find_python(args.python))
+            return 0
+        ensure_mariadb()
+        ensure_venv(args.python)
+    except glance_venv.GlanceVenvError as exc:
+        log(str(exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

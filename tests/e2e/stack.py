@@ -1,0 +1,936 @@
+"""A real Glance with real Keystone, MariaDB and an S3 server, on 127.0.0.1, from the render.
+
+Nothing here knows how Glance is configured or launched: the operator's render decides
+it. :class:`Stack` renders a Glance (the minimal sample, pointed at the local services)
+through ``playbooks/render.yml`` and then does what the kubelet would do with the objects:
+
+* every volume mount of a container becomes a directory: a ConfigMap's or a Secret's keys
+  are written there as files, an emptyDir is an empty directory;
+* the container's ``env`` is resolved: each ``secretKeyRef`` against the rendered Secrets
+  (the DB connection) and the input Secrets (the service user password);
+* the db-sync Job's ``command`` runs to completion, then the Deployment's ``command``
+  (uWSGI with the image's WSGI shim) is started and must answer ``/healthcheck``.
+
+The pod's paths, port and programs do not exist on this machine: :class:`Remap` is the ONE
+table that moves them (cluster path -> temporary path, the image's shim and metadefs ->
+this repository and the e2e environment, ``--http :9292`` -> a free loopback port, bare
+program names -> the e2e environment), applied to the command, the mount paths, the files
+written and the environment values alike. After it, nothing may still name a cluster path
+or the cluster port: that is checked, so the harness never touches the host's ``/etc``.
+
+The services around Glance are the harness's own, each on a free 127.0.0.1 port with its
+state under one temporary directory: MariaDB (private datadir and socket), moto's S3 server,
+Keystone (sqlite; served by uWSGI). Every process gets its own process group and log file
+and is stopped in reverse order (SIGTERM, or SIGINT for uWSGI; SIGKILL after a grace
+period) by :meth:`Stack.stop`, which the session fixture calls in a ``finally`` block.
+
+Everything runs from the e2e environment ``.venv-glance/e2e-2026.2`` (``make e2e-env``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import getpass
+import grp
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE = "2026.2"
+VENV = ROOT / ".venv-glance" / f"e2e-{RELEASE}"
+VENV_BIN = VENV / "bin"
+SHIM = ROOT / "images" / "glance" / "glance-wsgi-api"
+SAMPLE = ROOT / "config" / "samples" / "glance_minimal.yaml"
+PLAYBOOK = ROOT / "playbooks" / "render.yml"
+MARIADB_DIRS = ("/usr/sbin", "/usr/bin")
+
+# Programs the suite cannot run without (``make e2e-env`` installs them): in the e2e
+# environment, and Debian's mariadb-server.
+E2E_PROGRAMS = (
+    "python",
+    "uwsgi",
+    "keystone-manage",
+    "glance-manage",
+    "moto_server",
+    "openstack",
+    "glance",
+)
+MARIADB_PROGRAMS = ("mariadbd", "mariadb-install-db", "mariadb")
+
+# Credentials of the local services (nothing here leaves 127.0.0.1).
+ADMIN_PASSWORD = "e2e-admin-password"
+GLANCE_PASSWORD = "e2e-glance-service-password"
+DEMO_PASSWORD = "e2e-demo-password"
+DB_USER = "glance"
+DB_PASSWORD = "e2e-glance-db-password"
+S3_ACCESS_KEY = "E2EACCESSKEY"
+S3_SECRET_KEY = "e2e-s3-secret-key"
+REGION = "RegionOne"
+BUCKET = "glance-e2e"
+
+# Timeouts (seconds): generous for a loaded 2-core machine; nothing asserts on time.
+READY_TIMEOUT = 180
+COMMAND_TIMEOUT = 300
+STOP_GRACE = 10
+
+
+class StackError(RuntimeError):
+    """The stack could not be brought up; the message says which part and why."""
+
+
+# ---------------------------------------------------------------------------------------
+# what the suite needs
+
+
+def mariadb_program(name: str) -> str | None:
+    return shutil.which(name) or next(
+        (
+            str(Path(d) / name)
+            for d in MARIADB_DIRS
+            if os.access(Path(d) / name, os.X_OK) and (Path(d) / name).is_file()
+        ),
+        None,
+    )
+
+
+def missing_programs() -> list[str]:
+    """What ``make e2e-env`` would install and is not there (empty: the suite can run)."""
+    missing = [
+        f"{VENV_BIN / name} (the e2e environment)"
+        for name in E2E_PROGRAMS
+        if not os.access(VENV_BIN / name, os.X_OK)
+    ]
+    missing += [
+        f"{name} (Debian mariadb-server)" for name in MARIADB_PROGRAMS if not mariadb_program(name)
+    ]
+    return missing
+
+
+# ---------------------------------------------------------------------------------------
+# the ONE remap table: from the pod to this machine
+
+
+@dataclass(frozen=True)
+class Remap:
+    """Where the pod's paths, its port and its programs are on this machine.
+
+    =====================================================  ===============================
+    in the pod (rendered)                                  here
+    =====================================================  ===============================
+    ``/var/lib/openstack/bin/glance-wsgi-api``              ``images/glance/glance-wsgi-api``
+                                                            (the shim the image ships)
+    ``/var/lib/openstack/etc/glance/metadefs``              ``<e2e venv>/etc/glance/metadefs``
+                                                            (the glance wheel's data files)
+    ``/etc/glance/...`` (config volumes, healthcheck file)  ``<root>/etc/glance/...``
+    ``/var/lib/glance/...`` (staging, tasks-work, cache)    ``<root>/var/lib/glance/...``
+    ``/tmp`` (the ``tmp`` emptyDir)                         ``<root>/tmp`` (also ``TMPDIR``)
+    ``--http :9292`` (container port 9292, all addresses)   ``--http 127.0.0.1:<port>``
+    a bare program (``uwsgi``, ``glance-manage`` ...)       ``<e2e venv>/bin/<program>``,
+                                                            first on ``PATH``
+    the image's environment                                 ``PATH``, ``HOME=<root>/home``,
+                                                            ``LANG``, ``TMPDIR``; nothing
+                                                            else of this process
+    =====================================================  ===============================
+
+    Paths are replaced wherever they occur (command tokens, mount paths, the files written
+    from ConfigMaps and Secrets, env values), only at a path boundary, longest first, in
+    one pass. :meth:`check` refuses anything that still names a pod path or the port.
+    """
+
+    root: Path
+    port: int
+    venv: Path = VENV
+    shim: Path = SHIM
+
+    CLUSTER_PORT = 9292
+    CLUSTER_PREFIXES = ("/etc/glance", "/var/lib/glance", "/var/lib/openstack")
+
+    @property
+    def paths(self) -> dict[str, str]:
+        return {
+            "/var/lib/openstack/bin/glance-wsgi-api": str(self.shim),
+            "/var/lib/openstack/etc/glance/metadefs": str(self.venv / "etc/glance/metadefs"),
+            "/etc/glance": str(self.root / "etc/glance"),
+            "/var/lib/glance": str(self.root / "var/lib/glance"),
+            "/tmp": str(self.root / "tmp"),
+        }
+
+    def _pattern(self) -> re.Pattern[str]:
+        keys = sorted(self.paths, key=len, reverse=True)
+        alternatives = "|".join(re.escape(k) for k in keys)
+        # A path starts at a boundary and the key ends at one ("/tmp" is not "/tmpfs").
+        return re.compile(rf"(?<![\w.\-/])({alternatives})(?=/|$|[^\w.\-])")
+
+    def text(self, value: str) -> str:
+        """Every pod path in ``value`` moved here."""
+        return self._pattern().sub(lambda m: self.paths[m.group(1)], value)
+
+    def path(self, pod_path: str) -> Path:
+        return Path(self.text(pod_path))
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """The container command as it runs here."""
+        out = [self.text(token) for token in argv]
+        if "/" not in out[0] and (self.venv / "bin" / out[0]).exists():
+            out[0] = str(self.venv / "bin" / out[0])
+        for i, token in enumerate(out[:-1]):
+            if token in ("--http", "--http-socket") and out[i + 1] in (
+                f":{self.CLUSTER_PORT}",
+                f"0.0.0.0:{self.CLUSTER_PORT}",
+            ):
+                out[i + 1] = f"127.0.0.1:{self.port}"
+        self.check(out, "command")
+        return out
+
+    def environment(self, container_env: Mapping[str, str]) -> dict[str, str]:
+        """The image's environment here, plus the container's (paths moved)."""
+        home = self.root / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        tmp = self.path("/tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = {
+            "PATH": f"{self.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(tmp),
+        }
+        env.update({name: self.text(value) for name, value in container_env.items()})
+        self.check(list(env.values()), "environment")
+        return env
+
+    def check(self, values: Sequence[str], what: str) -> None:
+        for value in values:
+            for prefix in self.CLUSTER_PREFIXES:
+                if re.search(rf"(?<![\w.\-/]){re.escape(prefix)}(?=/|$|[^\w.\-])", value):
+                    raise StackError(f"{what}: {value!r} still names {prefix}: extend Remap")
+            if re.search(rf"(?<!\d){self.CLUSTER_PORT}(?!\d)", value) and value.startswith(
+                (":", "0.0.0.0")
+            ):
+                raise StackError(f"{what}: {value!r} still binds port {self.CLUSTER_PORT}")
+
+
+# ---------------------------------------------------------------------------------------
+# small helpers
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def http(
+    method: str,
+    url: str,
+    body: Any = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30,
+) -> Response:
+    """One HTTP request; an error status is returned, not raised."""
+    data = body
+    hdrs = dict(headers or {})
+    if body is not None and not isinstance(body, bytes):
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    request = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return Response(resp.status, dict(resp.headers), resp.read())
+    except urllib.error.HTTPError as err:
+        return Response(err.code, dict(err.headers), err.read())
+
+
+def wait_for(what: str, check: Callable[[], bool], proc: Process | None, timeout: float) -> float:
+    """Poll ``check`` until it is true; the seconds it took. Fails early if ``proc`` dies."""
+    started = time.monotonic()
+    while True:
+        if proc is not None and proc.popen.poll() is not None:
+            raise StackError(
+                f"{what}: {proc.name} exited with {proc.popen.returncode} before it was "
+                f"ready\n{proc.tail()}"
+            )
+        with contextlib.suppress(OSError, urllib.error.URLError):
+            if check():
+                return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            tail = proc.tail() if proc else ""
+            raise StackError(f"{what}: not ready after {timeout}s\n{tail}")
+        time.sleep(0.2)
+
+
+def http_ok(url: str, statuses: Sequence[int] = (200,)) -> Callable[[], bool]:
+    return lambda: http("GET", url, timeout=5).status in statuses
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen
+    log: Path
+    stop_signal: int = signal.SIGTERM
+
+    def tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return f"--- last lines of {self.log} ---\n" + "\n".join(text[-lines:])
+
+    def stop(self) -> int | None:
+        """Stop its process group: the stop signal, then SIGKILL after a grace period."""
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, self.stop_signal)
+            try:
+                self.popen.wait(STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(STOP_GRACE)
+        # Workers left behind in the group (uWSGI's) go too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        return self.popen.returncode
+
+
+# ---------------------------------------------------------------------------------------
+# the rendered objects
+
+
+def _decode(data: Mapping[str, str] | None) -> dict[str, str]:
+    return {k: base64.b64decode(v, validate=True).decode() for k, v in (data or {}).items()}
+
+
+@dataclass
+class Rendered:
+    """The manifests of one render, and the input Secrets next to them."""
+
+    objects: list[dict[str, Any]]
+    input_secrets: dict[str, dict[str, str]]
+
+    def find(self, kind: str, name: str | None = None) -> dict[str, Any]:
+        found = [
+            o
+            for o in self.objects
+            if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+        ]
+        if len(found) != 1:
+            raise StackError(f"the render holds {len(found)} {kind} {name or ''}, not one")
+        return found[0]
+
+    def secret_data(self, name: str) -> dict[str, str]:
+        """A Secret's data as text: a rendered one, else one of the input."""
+        for obj in self.objects:
+            if obj["kind"] == "Secret" and obj["metadata"]["name"] == name:
+                return _decode(obj.get("data"))
+        if name in self.input_secrets:
+            return self.input_secrets[name]
+        raise StackError(f"Secret {name} is neither rendered nor in the input")
+
+    def volume_files(self, volume: Mapping[str, Any]) -> dict[str, str] | None:
+        """The files a volume shows: a ConfigMap's or Secret's keys; None for an emptyDir."""
+        if "configMap" in volume:
+            return dict(self.find("ConfigMap", volume["configMap"]["name"]).get("data") or {})
+        if "secret" in volume:
+            return self.secret_data(volume["secret"]["secretName"])
+        if "emptyDir" in volume:
+            return None
+        raise StackError(f"volume {volume['name']}: unsupported source {sorted(volume)}")
+
+    def container_env(self, container: Mapping[str, Any]) -> dict[str, str]:
+        """The container's ``env`` with every ``secretKeyRef`` resolved."""
+        env = {}
+        for entry in container.get("env") or []:
+            if "value" in entry:
+                env[entry["name"]] = str(entry["value"])
+                continue
+            ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+            if ref is None:
+                raise StackError(f"env {entry['name']}: only value and secretKeyRef supported")
+            data = self.secret_data(ref["name"])
+            if ref["key"] not in data:
+                raise StackError(f"env {entry['name']}: Secret {ref['name']} has no {ref['key']}")
+            env[entry["name"]] = data[ref["key"]]
+        return env
+
+
+def pod_container(obj: Mapping[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod spec of a Deployment or Job, and its container ``name``."""
+    pod = obj["spec"]["template"]["spec"]
+    for container in pod["containers"]:
+        if container["name"] == name:
+            return pod, container
+    raise StackError(f"{obj['kind']} {obj['metadata']['name']} has no container {name}")
+
+
+def materialize(
+    rendered: Rendered, pod: Mapping[str, Any], container: Mapping[str, Any], remap: Remap
+) -> None:
+    """Every mount of ``container`` as a directory here, with its volume's files."""
+    volumes = {v["name"]: v for v in pod.get("volumes") or []}
+    for mount in container.get("volumeMounts") or []:
+        target = remap.path(mount["mountPath"])
+        remap.check([str(target)], f"mount {mount['name']}")
+        target.mkdir(parents=True, exist_ok=True)
+        files = rendered.volume_files(volumes[mount["name"]])
+        for key, text in (files or {}).items():
+            content = remap.text(text)
+            remap.check(content.splitlines(), f"{mount['name']}/{key}")
+            path = target / key
+            if path.exists() and path.read_text() != content:
+                raise StackError(f"{path}: two volumes disagree about its content")
+            path.write_text(content)
+
+
+# ---------------------------------------------------------------------------------------
+# the stack
+
+
+@dataclass
+class Stack:
+    root: Path
+    log: Callable[[str], None] = field(default=lambda msg: print(msg, file=sys.stderr))
+    processes: list[Process] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    # filled in by start()
+    mariadb_port: int = 0
+    moto_port: int = 0
+    keystone_port: int = 0
+    glance_port: int = 0
+    memcached_port: int = 0  # nothing listens there: Glance must cope without memcached
+    bucket: str = ""
+    rendered: Rendered | None = None
+    remap: Remap | None = None
+    glance: Process | None = None
+    glance_container: dict[str, Any] = field(default_factory=dict)
+    glance_env: dict[str, str] = field(default_factory=dict)
+    glance_command: list[str] = field(default_factory=list)
+
+    # -- processes ------------------------------------------------------------------------
+
+    def spawn(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        stop_signal: int = signal.SIGTERM,
+    ) -> Process:
+        logs = self.root / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log = logs / f"{name}.log"
+        with open(log, "ab") as out:
+            popen = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else self.tool_env(),
+                cwd=self.root,
+                start_new_session=True,  # its own process group: stopped by id, alone
+            )
+        proc = Process(name, popen, log, stop_signal)
+        self.processes.append(proc)
+        return proc
+
+    def run(
+        self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
+        """Run a command to completion; its output goes to ``logs/<name>.log``."""
+        started = time.monotonic()
+        proc = subprocess.run(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=dict(env) if env is not None else self.tool_env(),
+            cwd=self.root,
+            timeout=COMMAND_TIMEOUT,
+            check=False,
+        )
+        self.timings[name] = time.monotonic() - started
+        logs = self.root / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / f"{name}.log", "a") as out:
+            out.write(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}\n")
+        if proc.returncode != 0:
+            raise StackError(
+                f"{name}: exit {proc.returncode}: {' '.join(argv)}\n"
+                f"{(proc.stdout + proc.stderr)[-6000:]}"
+            )
+        return proc
+
+    def tool_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A clean environment for the harness's own tools (no OS_* of the caller)."""
+        env = {
+            "PATH": f"{VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": str(self.root / "home"),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(self.root / "tmp"),
+        }
+        (self.root / "home").mkdir(parents=True, exist_ok=True)
+        (self.root / "tmp").mkdir(parents=True, exist_ok=True)
+        env.update(extra or {})
+        return env
+
+    def stop(self) -> None:
+        """Stop every process, the last started first; never raises."""
+        for proc in reversed(self.processes):
+            try:
+                proc.stop()
+            except Exception as exc:  # keep stopping the others
+                self.log(f"[e2e] stopping {proc.name}: {exc}")
+        self.processes.clear()
+
+    # -- bring-up -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Everything, ready; on failure the caller still calls :meth:`stop`."""
+        started = time.monotonic()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.mariadb_port, self.moto_port = free_port(), free_port()
+        self.keystone_port, self.glance_port = free_port(), free_port()
+        self.memcached_port = free_port()
+        self.bucket = BUCKET
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            keystone = pool.submit(self._keystone)
+            render = pool.submit(self._render)
+            database = pool.submit(self._mariadb)
+            self._moto()
+            render.result()
+            database.result()
+            self._glance_db_sync()
+            self._glance_start()
+            keystone.result()
+        self.timings["stack"] = time.monotonic() - started
+        self.log(f"[e2e] stack up in {self.timings['stack']:.1f}s: {self.describe()}")
+
+    def describe(self) -> str:
+        return (
+            f"glance http://127.0.0.1:{self.glance_port}, keystone {self.keystone_url}, "
+            f"mariadb 127.0.0.1:{self.mariadb_port}, s3 {self.s3_url}, logs {self.root / 'logs'}"
+        )
+
+    @property
+    def keystone_url(self) -> str:
+        return f"http://127.0.0.1:{self.keystone_port}/v3"
+
+    @property
+    def glance_url(self) -> str:
+        return f"http://127.0.0.1:{self.glance_port}"
+
+    @property
+    def s3_url(self) -> str:
+        return f"http://127.0.0.1:{self.moto_port}"
+
+    # MariaDB: a private datadir and socket, TCP on 127.0.0.1 only.
+    def _mariadb(self) -> None:
+        base = self.root / "mariadb"
+        data, sock = base / "data", base / "mysqld.sock"
+        (base / "tmp").mkdir(parents=True, exist_ok=True)
+        user = getpass.getuser()
+        self.run(
+            "mariadb-install-db",
+            [
+                mariadb_program("mariadb-install-db"),
+                "--no-defaults",
+                f"--datadir={data}",
+                f"--user={user}",
+                "--auth-root-authentication-method=socket",
+                f"--auth-root-socket-user={user}",
+                "--skip-test-db",
+                "--skip-name-resolve",
+            ],
+        )
+        proc = self.spawn(
+            "mariadbd",
+            [
+                mariadb_program("mariadbd"),
+                "--no-defaults",
+                f"--datadir={data}",
+                f"--socket={sock}",
+                f"--pid-file={base / 'mariadbd.pid'}",
+                f"--tmpdir={base / 'tmp'}",
+                "--bind-address=127.0.0.1",
+                f"--port={self.mariadb_port}",
+                f"--user={user}",
+                "--skip-name-resolve",
+                "--innodb-buffer-pool-size=64M",
+                "--innodb-flush-log-at-trx-commit=0",
+                "--character-set-server=utf8mb3",
+            ],
+        )
+        self.timings["mariadb ready"] = wait_for(
+            "MariaDB",
+            lambda: sock.exists() and self._mariadb_ping(sock),
+            proc,
+            READY_TIMEOUT,
+        )
+        self.run(
+            "mariadb-sql",
+            [
+                mariadb_program("mariadb"),
+                "--no-defaults",
+                f"--socket={sock}",
+                "-uroot",
+                "-e",
+                "CREATE DATABASE glance CHARACTER SET utf8 COLLATE utf8_general_ci; "
+                f"CREATE USER '{DB_USER}'@'%' IDENTIFIED BY '{DB_PASSWORD}'; "
+                f"GRANT ALL PRIVILEGES ON glance.* TO '{DB_USER}'@'%';",
+            ],
+        )
+
+    @staticmethod
+    def _mariadb_ping(sock: Path) -> bool:
+        proc = subprocess.run(
+            [
+                mariadb_program("mariadb"),
+                "--no-defaults",
+                f"--socket={sock}",
+                "-uroot",
+                "-e",
+                "SELECT 1",
+            ],
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+        return proc.returncode == 0
+
+    # moto: the S3 server, one bucket created up front (glance does not create it).
+    def _moto(self) -> None:
+        proc = self.spawn(
+            "moto", [str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.moto_port)]
+        )
+        self.timings["moto ready"] = wait_for("moto", http_ok(self.s3_url + "/"), proc, 60)
+        created = http("PUT", f"{self.s3_url}/{self.bucket}", body=b"")
+        if created.status != 200:
+            raise StackError(f"moto: creating bucket {self.bucket}: {created.status}")
+
+    # Keystone: sqlite, fernet, bootstrapped, served by uWSGI; the users Glance needs.
+    def _keystone(self) -> None:
+        base = self.root / "keystone"
+        base.mkdir(parents=True, exist_ok=True)
+        conf = base / "keystone.conf"
+        conf.write_text(
+            "[DEFAULT]\nuse_stderr = true\n"
+            f"[database]\nconnection = sqlite:///{base / 'keystone.sqlite'}\n"
+            f"[fernet_tokens]\nkey_repository = {base / 'fernet-keys'}\n"
+            f"[fernet_receipts]\nkey_repository = {base / 'fernet-keys'}\n"
+            f"[credential]\nkey_repository = {base / 'credential-keys'}\n"
+            # Test token requests several times faster (real-glance-notes.md).
+            "[identity]\npassword_hash_rounds = 4\n"
+        )
+        manage = [str(VENV_BIN / "keystone-manage"), "--config-file", str(conf)]
+        owner = ["--keystone-user", getpass.getuser(), "--keystone-group", _group()]
+        self.run("keystone-db-sync", [*manage, "db_sync"])
+        self.run("keystone-fernet-setup", [*manage, "fernet_setup", *owner])
+        self.run("keystone-credential-setup", [*manage, "credential_setup", *owner])
+        url = self.keystone_url
+        self.run(
+            "keystone-bootstrap",
+            [
+                *manage,
+                "bootstrap",
+                "--bootstrap-password",
+                ADMIN_PASSWORD,
+                "--bootstrap-region-id",
+                REGION,
+                "--bootstrap-admin-url",
+                url,
+                "--bootstrap-internal-url",
+                url,
+                "--bootstrap-public-url",
+                url,
+            ],
+        )
+        proc = self.spawn(
+            "keystone",
+            [
+                str(VENV_BIN / "uwsgi"),
+                "--http",
+                f"127.0.0.1:{self.keystone_port}",
+                "--http-keepalive",
+                "--http-auto-chunked",
+                "--module",
+                "keystone.wsgi.api:application",
+                "--master",
+                "--need-app",
+                "--lazy-apps",
+                "--processes",
+                "2",
+                "--threads",
+                "1",
+            ],
+            # pyuwsgi: the application reads os.environ of the launching process.
+            env=self.tool_env({"OS_KEYSTONE_CONFIG_FILES": str(conf)}),
+            stop_signal=signal.SIGINT,  # uWSGI 2.0 reloads on SIGTERM
+        )
+        self.timings["keystone ready"] = wait_for("Keystone", http_ok(url), proc, READY_TIMEOUT)
+        self._keystone_accounts()
+
+    def keystone_token(self, user: str, password: str, project: str) -> str:
+        resp = http(
+            "POST",
+            f"{self.keystone_url}/auth/tokens",
+            {
+                "auth": {
+                    "identity": {
+                        "methods": ["password"],
+                        "password": {
+                            "user": {
+                                "name": user,
+                                "domain": {"id": "default"},
+                                "password": password,
+                            }
+                        },
+                    },
+                    "scope": {"project": {"name": project, "domain": {"id": "default"}}},
+                }
+            },
+        )
+        if resp.status != 201:
+            raise StackError(f"Keystone token for {user}: {resp.status} {resp.body[:500]!r}")
+        return resp.headers["X-Subject-Token"]
+
+    def _keystone_accounts(self) -> None:
+        token = self.keystone_token("admin", ADMIN_PASSWORD, "admin")
+
+        def call(method: str, path: str, body: Any = None, ok: Sequence[int] = (200, 201, 204)):
+            resp = http(method, self.keystone_url + path, body, {"X-Auth-Token": token})
+            if resp.status not in ok:
+                raise StackError(f"Keystone {method} {path}: {resp.status} {resp.body[:500]!r}")
+            return resp.json() if resp.body else None
+
+        def project(name: str) -> str:
+            return call("POST", "/projects", {"project": {"name": name, "domain_id": "default"}})[
+                "project"
+            ]["id"]
+
+        def role(name: str) -> str:
+            found = call("GET", f"/roles?name={name}")["roles"]
+            if found:
+                return found[0]["id"]
+            return call("POST", "/roles", {"role": {"name": name}})["role"]["id"]
+
+        def user(name: str, password: str) -> str:
+            body = {"user": {"name": name, "password": password, "domain_id": "default"}}
+            return call("POST", "/users", body)["user"]["id"]
+
+        def grant(project_id: str, user_id: str, role_id: str) -> None:
+            call("PUT", f"/projects/{project_id}/users/{user_id}/roles/{role_id}")
+
+        service, demo = project("service"), project("demo")
+        glance, demo_user = user("glance", GLANCE_PASSWORD), user("demo", DEMO_PASSWORD)
+        for name in ("admin", "service"):
+            grant(service, glance, role(name))
+        grant(demo, demo_user, role("member"))
+        image = call("POST", "/services", {"service": {"name": "glance", "type": "image"}})
+        for interface in ("public", "internal", "admin"):
+            endpoint = {
+                "service_id": image["service"]["id"],
+                "interface": interface,
+                "url": self.glance_url,
+                "region_id": REGION,
+            }
+            call("POST", "/endpoints", {"endpoint": endpoint})
+
+    # The render: the minimal sample pointed at the local services.
+    def render_input(self) -> list[dict[str, Any]]:
+        docs = [d for d in yaml.safe_load_all(SAMPLE.read_text()) if d]
+        for doc in docs:
+            kind, name = doc["kind"], doc["metadata"]["name"]
+            if kind == "Glance":
+                spec = doc["spec"]
+                # The e2e environment is the Glance of this release.
+                spec["openStackRelease"] = RELEASE
+                spec["image"]["tag"] = RELEASE
+                spec["database"]["host"] = "127.0.0.1"
+                spec["database"]["port"] = self.mariadb_port
+                spec["keystoneEndpoint"] = self.keystone_url
+                spec["cache"]["servers"] = [f"127.0.0.1:{self.memcached_port}"]
+            elif kind == "GlanceBackend":
+                doc["spec"]["s3"]["host"] = self.s3_url
+                doc["spec"]["s3"]["bucket"] = self.bucket
+            elif kind == "Secret" and name == doc_secret(docs, "database"):
+                doc["stringData"] = {"username": DB_USER, "password": DB_PASSWORD}
+            elif kind == "Secret" and name == doc_secret(docs, "serviceUser"):
+                doc["stringData"] = {"password": GLANCE_PASSWORD}
+            elif kind == "Secret":
+                doc["stringData"] = {
+                    "access-key-id": S3_ACCESS_KEY,
+                    "secret-access-key": S3_SECRET_KEY,
+                }
+        return docs
+
+    def _render(self) -> None:
+        base = self.root / "render"
+        base.mkdir(parents=True, exist_ok=True)
+        docs = self.render_input()
+        source = base / "input.yaml"
+        source.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+        playbook = Path(sys.executable).parent / "ansible-playbook"
+        self.run(
+            "render",
+            [
+                str(playbook),
+                str(PLAYBOOK),
+                "-e",
+                f"render_input={source}",
+                "-e",
+                f"render_output={base / 'out'}",
+            ],
+            env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        )
+        objects = [
+            d for d in yaml.safe_load_all((base / "out" / "manifests.yaml").read_text()) if d
+        ]
+        secrets = {}
+        for doc in docs:
+            if doc["kind"] == "Secret":
+                data = _decode(doc.get("data"))
+                data.update({k: str(v) for k, v in (doc.get("stringData") or {}).items()})
+                secrets[doc["metadata"]["name"]] = data
+        self.rendered = Rendered(objects, secrets)
+        self.remap = Remap(self.root / "pod", self.glance_port)
+
+    # Glance: the db-sync Job, then the Deployment's container.
+    def _glance_db_sync(self) -> None:
+        rendered, remap = self.rendered, self.remap
+        job = rendered.find("Job")
+        pod, container = pod_container(job, "db-sync")
+        materialize(rendered, pod, container, remap)
+        env = remap.environment(rendered.container_env(container))
+        self.run("glance-db-sync", remap.command(container["command"]), env=env)
+
+    def _glance_start(self) -> None:
+        rendered, remap = self.rendered, self.remap
+        deployment = rendered.find("Deployment")
+        pod, container = pod_container(deployment, "glance-api")
+        materialize(rendered, pod, container, remap)
+        self.glance_container = container
+        self.glance_env = remap.environment(rendered.container_env(container))
+        self.glance_command = remap.command(container["command"])
+        self.glance = self.launch_glance("glance-api", self.glance_port)
+
+    def launch_glance(self, name: str, port: int) -> Process:
+        """Start the rendered Glance API container on ``port``; wait for its health check.
+
+        The stack's own instance runs on ``glance_port``; a test may start another one from
+        the same rendered container (same files, same environment) on a port of its own.
+        """
+        command = replace(self.remap, port=port).command(self.glance_container["command"])
+        proc = self.spawn(name, command, env=self.glance_env, stop_signal=signal.SIGINT)
+        self.timings[f"{name} ready"] = wait_for(
+            f"Glance ({name})",
+            http_ok(f"http://127.0.0.1:{port}/healthcheck"),
+            proc,
+            READY_TIMEOUT,
+        )
+        return proc
+
+    # -- for the tests --------------------------------------------------------------------
+
+    def client_env(self, user: str = "demo", password: str = DEMO_PASSWORD) -> dict[str, str]:
+        """The environment of the OpenStack CLIs, as user ``user`` of project ``demo``."""
+        return self.tool_env(
+            {
+                "OS_AUTH_URL": self.keystone_url,
+                "OS_AUTH_TYPE": "password",
+                "OS_USERNAME": user,
+                "OS_PASSWORD": password,
+                "OS_PROJECT_NAME": "demo",
+                "OS_USER_DOMAIN_NAME": "Default",
+                "OS_PROJECT_DOMAIN_NAME": "Default",
+                "OS_IDENTITY_API_VERSION": "3",
+                "OS_IMAGE_API_VERSION": "2",
+                "OS_INTERFACE": "public",
+                "OS_REGION_NAME": REGION,
+            }
+        )
+
+    def cli(self, program: str, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+        """Run ``openstack`` or ``glance`` of the e2e environment as the demo user.
+
+        Standard input is closed: both CLIs upload whatever a non-terminal stdin holds when
+        no ``--file`` is given (``glance image-create`` would create an empty, active image).
+        """
+        kwargs.setdefault("capture_output", True)
+        kwargs.setdefault("timeout", COMMAND_TIMEOUT)
+        return subprocess.run(
+            [str(VENV_BIN / program), *args],
+            env=self.client_env(),
+            cwd=self.root,
+            check=False,
+            preexec_fn=_close_stdin,
+            **kwargs,
+        )
+
+    def e2e_python(self, code: str, payload: Any = None, **kwargs: Any) -> Any:
+        """Run ``code`` with the e2e environment's python; ``payload`` as JSON on stdin.
+
+        The code prints one JSON document on its last line; that is returned.
+        """
+        proc = subprocess.run(
+            [str(VENV_BIN / "python"), "-c", code],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=self.client_env(),
+            cwd=self.root,
+            timeout=kwargs.pop("timeout", COMMAND_TIMEOUT),
+            check=False,
+            **kwargs,
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"e2e python failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def demo_token(self) -> str:
+        return self.keystone_token("demo", DEMO_PASSWORD, "demo")
+
+    def log_tails(self, lines: int = 40) -> str:
+        return "\n".join(p.tail(lines) for p in self.processes)
+
+
+def doc_secret(docs: list[dict[str, Any]], ref: str) -> str | None:
+    """The name of the Secret the Glance's ``spec.<ref>.secretRef`` names."""
+    for doc in docs:
+        if doc["kind"] == "Glance":
+            return doc["spec"][ref]["secretRef"]["name"]
+    return None
+
+
+def _close_stdin() -> None:
+    os.close(0)
+
+
+def _group() -> str:
+    return grp.getgrgid(os.getgid()).gr_name
