@@ -18,6 +18,11 @@ program names -> the e2e environment), applied to the command, the mount paths, 
 written and the environment values alike. After it, nothing may still name a cluster path
 or the cluster port: that is checked, so the harness never touches the host's ``/etc``.
 
+A test may render a variant of the input (:meth:`Stack.variant`: the stack's input changed
+by the test, its pod files under a root of its own, the same Remap table) and launch a
+Glance API from it (:meth:`Stack.launch_from`) or run one of its Job/CronJob containers
+(:meth:`Stack.run_container`), against the same MariaDB, Keystone and S3 server.
+
 The services around Glance are the harness's own, each on a free 127.0.0.1 port with its
 state under one temporary directory: MariaDB (private datadir and socket), moto's S3 server,
 Keystone (sqlite; served by uWSGI). Every process gets its own process group and log file
@@ -791,14 +796,18 @@ class Stack:
         return docs
 
     def _render(self) -> None:
-        base = self.root / "render"
+        self.rendered = self.render("render", self.render_input())
+        self.remap = Remap(self.root / "pod", self.glance_port)
+
+    def render(self, name: str, docs: list[dict[str, Any]]) -> Rendered:
+        """Render the input ``docs`` through the playbook, under ``<root>/<name>``."""
+        base = self.root / name
         base.mkdir(parents=True, exist_ok=True)
-        docs = self.render_input()
         source = base / "input.yaml"
         source.write_text(yaml.safe_dump_all(docs, sort_keys=False))
         playbook = Path(sys.executable).parent / "ansible-playbook"
         self.run(
-            "render",
+            name,
             [
                 str(playbook),
                 str(PLAYBOOK),
@@ -818,17 +827,50 @@ class Stack:
                 data = _decode(doc.get("data"))
                 data.update({k: str(v) for k, v in (doc.get("stringData") or {}).items()})
                 secrets[doc["metadata"]["name"]] = data
-        self.rendered = Rendered(objects, secrets)
-        self.remap = Remap(self.root / "pod", self.glance_port)
+        return Rendered(objects, secrets)
+
+    def variant(
+        self, name: str, edit: Callable[[list[dict[str, Any]]], None]
+    ) -> tuple[Rendered, Remap]:
+        """A render of the stack's input changed by ``edit``, and its own pod root.
+
+        Same database, Keystone and S3 as the stack's Glance; the files of its pod are
+        written under ``<root>/pod-<name>`` (a free port is bound by :meth:`launch_from`).
+        """
+        docs = self.render_input()
+        edit(docs)
+        return self.render(f"render-{name}", docs), Remap(self.root / f"pod-{name}", 0)
+
+    def run_container(
+        self, name: str, rendered: Rendered, remap: Remap, kind: str, container_name: str
+    ) -> subprocess.CompletedProcess:
+        """Run a rendered Job's or CronJob's container to completion (must exit 0)."""
+        obj = rendered.find(kind)
+        pod, container = pod_container(obj["spec"].get("jobTemplate", obj), container_name)
+        materialize(rendered, pod, container, remap)
+        env = remap.environment(rendered.container_env(container))
+        return self.run(name, remap.command(container["command"]), env=env)
+
+    def launch_from(self, name: str, rendered: Rendered, remap: Remap, port: int) -> Process:
+        """Start the Glance API container of ``rendered`` on ``port``; wait for health."""
+        remap = replace(remap, port=port)
+        pod, container = pod_container(rendered.find("Deployment"), "glance-api")
+        materialize(rendered, pod, container, remap)
+        env = remap.environment(rendered.container_env(container))
+        proc = self.spawn(
+            name, remap.command(container["command"]), env=env, stop_signal=signal.SIGINT
+        )
+        self.timings[f"{name} ready"] = wait_for(
+            f"Glance ({name})",
+            http_ok(f"http://127.0.0.1:{port}/healthcheck"),
+            proc,
+            READY_TIMEOUT,
+        )
+        return proc
 
     # Glance: the db-sync Job, then the Deployment's container.
     def _glance_db_sync(self) -> None:
-        rendered, remap = self.rendered, self.remap
-        job = rendered.find("Job")
-        pod, container = pod_container(job, "db-sync")
-        materialize(rendered, pod, container, remap)
-        env = remap.environment(rendered.container_env(container))
-        self.run("glance-db-sync", remap.command(container["command"]), env=env)
+        self.run_container("glance-db-sync", self.rendered, self.remap, "Job", "db-sync")
 
     def _glance_start(self) -> None:
         rendered, remap = self.rendered, self.remap
