@@ -88,16 +88,35 @@ def judge_documents(
     found: InputSet,
     crds: Mapping[str, Mapping[str, Any]],
     catalogs: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    stored: bool = False,
 ) -> list[Verdict]:
-    """A create verdict for the Glance and each GlanceBackend of ``found``."""
+    """A verdict for the Glance and each GlanceBackend of ``found``.
+
+    An input file is judged as a create, with the set's GlanceBackends as the siblings of
+    the single-default check. ``stored`` objects, read back from the cluster, are judged as
+    a no-op update of themselves and without the sibling check: the API server already
+    admitted them, and two defaults there are a condition of the reconcile, not a refusal.
+    """
+
+    def context(obj: dict[str, Any], **kw: Any) -> AdmissionContext:
+        if stored:
+            return AdmissionContext(operation="UPDATE", old=obj, **kw)
+        return AdmissionContext(**kw)
+
     verdicts = []
     if found.glance is not None:
-        ctx = AdmissionContext(catalogs=catalogs)
-        verdicts.append(judge(crds["Glance"], found.glance, ctx))
+        verdicts.append(
+            judge(crds["Glance"], found.glance, context(found.glance, catalogs=catalogs))
+        )
     for backend in found.backends:
         namespace = backend["metadata"]["namespace"]
-        siblings = [b for b in found.backends if b["metadata"]["namespace"] == namespace]
-        verdicts.append(judge(crds["GlanceBackend"], backend, AdmissionContext(siblings=siblings)))
+        siblings = (
+            None
+            if stored
+            else [b for b in found.backends if b["metadata"]["namespace"] == namespace]
+        )
+        verdicts.append(judge(crds["GlanceBackend"], backend, context(backend, siblings=siblings)))
     return verdicts
 
 

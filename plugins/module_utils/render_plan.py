@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import Verdict, judge
 from ansible_collections.c5c3.glance.plugins.module_utils.backend_projection import (
     Projection,
     is_attached,
@@ -53,9 +52,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.content_address import
 from ansible_collections.c5c3.glance.plugins.module_utils.desired_objects import (
     Artifacts,
     desired_objects,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
-    AdmissionContext,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.glance_config import (
     ConfigError,
@@ -207,22 +203,6 @@ def _not_required_conditions(spec: Mapping[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-def judge_stored(
-    found: InputSet,
-    crds: Mapping[str, Mapping[str, Any]],
-    catalogs: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[Verdict]:
-    """Verdicts for custom resources the API server already stored (see the docstring)."""
-    verdicts = []
-    if found.glance is not None:
-        ctx = AdmissionContext(operation="UPDATE", old=found.glance, catalogs=catalogs)
-        verdicts.append(judge(crds["Glance"], found.glance, ctx))
-    for backend in found.backends:
-        ctx = AdmissionContext(operation="UPDATE", old=backend)
-        verdicts.append(judge(crds["GlanceBackend"], backend, ctx))
-    return verdicts
-
-
 def build_plan(
     found: InputSet,
     crds: Mapping[str, Mapping[str, Any]],
@@ -243,7 +223,7 @@ def build_plan(
     plan = Plan()
     refused: dict[str, str] = {}
     if stored:
-        verdicts = judge_stored(found, crds, catalogs)
+        verdicts = judge_documents(found, crds, catalogs, stored=True)
         # A stored backend the rules refuse is skipped like a faulty one, not fatal.
         refused = {
             v.name: "; ".join(v.messages())
