@@ -66,18 +66,16 @@ from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import
     describe,
     error_lines,
     judge_documents,
-    parse_documents,
-    split_documents,
+    read_input,
     warning_lines,
 )
 
 
 def judge_input(text):
     try:
-        docs = parse_documents(str(text))
+        found = read_input(str(text))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
-    found = split_documents(docs)
     verdicts = judge_documents(found, load_crds(), load_catalogs())
     errors = error_lines(found, verdicts)
     return {

@@ -80,18 +80,16 @@ from ansible_collections.c5c3.glance.plugins.module_utils.collection_files impor
     load_crds,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import (
-    parse_documents,
-    split_documents,
+    read_input,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import build_plan
 
 
 def render_plan(text):
     try:
-        docs = parse_documents(str(text))
+        found = read_input(str(text))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
-    found = split_documents(docs)
     configmaps = {
         cm["metadata"]["name"]: {k: str(v) for k, v in (cm.get("data") or {}).items()}
         for cm in found.configmaps

@@ -45,6 +45,11 @@ def parse_documents(text: str) -> list[Any]:
         raise ValueError(f"the input is not valid YAML: {exc}") from exc
 
 
+def read_input(text: str) -> InputSet:
+    """The input set of a YAML text; ValueError when the text is not YAML."""
+    return split_documents(parse_documents(text))
+
+
 def _where(doc: Mapping[str, Any], i: int) -> str:
     name = (doc.get("metadata") or {}).get("name", "")
     return f"document {i + 1} ({doc.get('kind', '?')} {name})".replace(" )", ")")

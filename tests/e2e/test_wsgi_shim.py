@@ -17,7 +17,6 @@ command; these tests pin its contract per release without a server.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.hack_scripts import hack_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIM = ROOT / "images" / "glance" / "glance-wsgi-api"
@@ -34,14 +34,7 @@ SKIP_ENV = "C5C3_SKIP_GLANCE_VENV"
 pytestmark = pytest.mark.glance_venv
 
 
-def _hack(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"hack_{name}", ROOT / "hack" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-glance_venv = _hack("glance_venv")
+glance_venv = hack_script("glance_venv")
 RELEASES = glance_venv.releases()
 
 # Runs in the release's python. Input: {"shim": path, "cases": {name: {"argv": [...],

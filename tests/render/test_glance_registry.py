@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib.util
 import json
 import os
 import subprocess
@@ -29,6 +28,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, SAMPLES, inputs
+from support.hack_scripts import hack_script
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
     load_catalogs,
@@ -52,15 +52,8 @@ PASTE_INI = "glance-api-paste.ini"
 pytestmark = pytest.mark.glance_venv
 
 
-def _hack(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"hack_{name}", ROOT / "hack" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-glance_venv = _hack("glance_venv")
-glance_requirements = _hack("glance_requirements")
+glance_venv = hack_script("glance_venv")
+glance_requirements = hack_script("glance_requirements")
 RELEASES = glance_venv.releases()
 SAMPLE_NAMES = sorted(p.stem.replace("_", "-") for p in SAMPLES.glob("*.yaml"))
 
