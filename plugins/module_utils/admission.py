@@ -114,7 +114,9 @@ def check_metadata(obj: Mapping[str, Any]) -> list[fe.FieldError]:
         return [fe.required("metadata", origin=fe.ORIGIN_SCHEMA)]
     errors = []
     name = meta.get("name")
-    if not name:
+    if name is not None and not isinstance(name, str):
+        errors.append(fe.invalid("metadata.name", name, "must be a string", fe.ORIGIN_SCHEMA))
+    elif not name:
         errors.append(
             fe.required("metadata.name", "name or generateName is required", fe.ORIGIN_SCHEMA)
         )
@@ -122,7 +124,11 @@ def check_metadata(obj: Mapping[str, Any]) -> list[fe.FieldError]:
         detail = "must be no more than 253 characters" if len(name) > 253 else _SUBDOMAIN_MESSAGE
         errors.append(fe.invalid("metadata.name", fe.truncate(name), detail, fe.ORIGIN_SCHEMA))
     namespace = meta.get("namespace")
-    if namespace and (len(namespace) > 63 or not _DNS1123_LABEL.match(namespace)):
+    if namespace is not None and not isinstance(namespace, str):
+        errors.append(
+            fe.invalid("metadata.namespace", namespace, "must be a string", fe.ORIGIN_SCHEMA)
+        )
+    elif namespace and (len(namespace) > 63 or not _DNS1123_LABEL.match(namespace)):
         errors.append(fe.invalid("metadata.namespace", namespace, _LABEL_MESSAGE, fe.ORIGIN_SCHEMA))
     return errors
 
@@ -164,7 +170,8 @@ def judge(
     """Judge ``obj`` against ``crd`` and the webhook; ``ctx.old`` makes it an update."""
     ctx = ctx or AdmissionContext()
     kind = crd["spec"]["names"]["kind"]
-    name = str((obj.get("metadata") or {}).get("name", ""))
+    meta = obj.get("metadata")
+    name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
     verdict = Verdict(kind=kind, name=name, object=None)
 
     errors = _check_type(crd, obj) + check_metadata(obj)
@@ -181,7 +188,13 @@ def judge(
 
     default, validate = _WEBHOOKS[kind]
     stored = openapi_schema.apply_defaults(schema, body)
-    stored = openapi_schema.apply_defaults(schema, default(stored))
+    try:
+        defaulted = default(stored)
+    except (AttributeError, TypeError):
+        # A block of the wrong type (``spec.deployment: "x"``): the reference's typed decode
+        # refuses such an object before defaulting; the schema step below names the field.
+        defaulted = stored
+    stored = openapi_schema.apply_defaults(schema, defaulted)
     old = None
     if ctx.is_update:
         old = openapi_schema.apply_defaults(
