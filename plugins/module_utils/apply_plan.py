@@ -8,7 +8,7 @@ object to send. The apply step performs the actions in order and nothing else; a
 ``none`` action with an ``error`` is a state the pass reports as a condition.
 
 ``desired`` maps ``desired_objects`` keys to the Kubernetes objects the roles render
-(``manifests.manifest``). A key that is absent is not acted on at all (the pass did not
+(``role_templates``). A key that is absent is not acted on at all (the pass did not
 reach that step); a key whose value is None means "not wanted" for the optional kinds
 (``OPTIONAL_OBJECTS``: HPA, NetworkPolicy, HTTPRoute: a live one that is ours is
 deleted) and "not yet" for every other kind (a live one is kept).
@@ -62,8 +62,8 @@ from typing import Any
 from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
 from ansible_collections.c5c3.glance.plugins.module_utils.content_address import retained_copies
-from ansible_collections.c5c3.glance.plugins.module_utils.manifests import KINDS
 from ansible_collections.c5c3.glance.plugins.module_utils.quantity import parse_quantity
+from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import KINDS
 
 FIELD_MANAGER = "c5c3-glance-operator"
 HPA_HANDOVER_MANAGER = "c5c3-glance-operator-hpa-handover"
@@ -168,7 +168,7 @@ def _action(
     obj: Mapping[str, Any] | None = None,
     **extra: Any,
 ) -> Action:
-    api_version, kind = KINDS[key]
+    api_version, kind = KINDS[key].api_version, KINDS[key].kind
     return Action(
         kind=kind,
         api_version=api_version,
@@ -328,7 +328,7 @@ def create_only_action(
         CONFLICT,
         name,
         namespace,
-        error=conflict_message(KINDS[key][1], existing),
+        error=conflict_message(KINDS[key].kind, existing),
     )
 
 
@@ -343,7 +343,7 @@ def ssa_action(
         return _action(key, NONE, DELETING, name, namespace)
     if ls.controlled_by_other(live, owner_uid):
         return _action(
-            key, NONE, CONFLICT, name, namespace, error=conflict_message(KINDS[key][1], live)
+            key, NONE, CONFLICT, name, namespace, error=conflict_message(KINDS[key].kind, live)
         )
     if is_noop(live, desired):
         return _action(key, NONE, UNCHANGED, name, namespace)

@@ -41,6 +41,7 @@ owns) is a condition, never an error: the pass always completes.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,12 +58,12 @@ from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission impor
     DEFAULT_RETENTION_DAYS,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import InputSet
-from ansible_collections.c5c3.glance.plugins.module_utils.manifests import manifest
 from ansible_collections.c5c3.glance.plugins.module_utils.release import (
     image_release_mismatch,
     is_upgrade,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import Plan, build_plan
+from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import render_objects
 from ansible_collections.c5c3.glance.plugins.module_utils.status_writer import (
     KEEP,
     glance_status,
@@ -275,9 +276,15 @@ def _attached_backends(glance: Mapping[str, Any], backends: Iterable[Mapping[str
 class _Pass:
     """The state one pass accumulates: conditions, events, requeues, desired keys."""
 
-    def __init__(self, glance: Mapping[str, Any], live: ls.LiveObjects) -> None:
+    def __init__(
+        self,
+        glance: Mapping[str, Any],
+        live: ls.LiveObjects,
+        objects: Mapping[str, dict[str, Any] | None],
+    ) -> None:
         self.glance = glance
         self.live = live
+        self.objects = objects
         self.owner_uid = _owner_uid(glance)
         status = glance.get("status") or {}
         self.existing_status = status
@@ -303,8 +310,11 @@ class _Pass:
         return old is None or any(old.get(k) != cond[k] for k in ("status", "reason", "message"))
 
     def want(self, key: str, data: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """Put ``key`` on the apply list with its object (None: not wanted / not yet)."""
-        obj = manifest(key, data) if data is not None else None
+        """Put ``key`` on the apply list with its rendered object (None: not wanted / not
+        yet)."""
+        obj = copy.deepcopy(self.objects.get(key)) if data is not None else None
+        if data is not None and obj is None:
+            raise ValueError(f"no rendered object for {key}")
         self.desired[key] = obj
         return obj
 
@@ -620,22 +630,10 @@ def _finish(p: _Pass, plan: Plan | None, now: datetime | str) -> PassResult:
     )
 
 
-def decide_pass(
-    glance_obj: Mapping[str, Any],
-    plan_inputs: PlanInputs,
-    live: ls.LiveObjects,
-    now: datetime | str,
-    health: Mapping[str, Any] | Health | None = None,
-) -> PassResult:
-    """Decide one reconcile pass of ``glance_obj`` (see the module docstring)."""
-    meta = _meta(glance_obj)
-    finalizers = list(meta.get("finalizers") or [])
-    if meta.get("deletionTimestamp"):
-        return PassResult(finalizer=REMOVE if FINALIZER in finalizers else None)
-    if FINALIZER not in finalizers:
-        return PassResult(finalizer=ADD, requeue_after=REQUEUE_NOW)
-
-    p = _Pass(glance_obj, live)
+def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.LiveObjects) -> Plan:
+    """The compute half of a pass: ``build_plan`` on what the gather step read, with the
+    last-good names the live Deployment mounts and the latched Service selector. The
+    roles render ``plan.desired``; ``decide_pass`` takes what they rendered."""
     mounted = ls.mounted_artifacts(live.deployment)
     found = InputSet(
         glance=dict(glance_obj),
@@ -643,7 +641,7 @@ def decide_pass(
         secrets=[dict(s) for s in plan_inputs.secrets],
         configmaps=[dict(m) for m in plan_inputs.configmaps],
     )
-    plan = build_plan(
+    return build_plan(
         found,
         plan_inputs.crds,
         plan_inputs.catalogs,
@@ -654,6 +652,33 @@ def decide_pass(
         operator_namespace=plan_inputs.operator_namespace,
         stored=True,
     )
+
+
+def decide_pass(
+    glance_obj: Mapping[str, Any],
+    plan_inputs: PlanInputs,
+    live: ls.LiveObjects,
+    now: datetime | str,
+    health: Mapping[str, Any] | Health | None = None,
+    objects: Mapping[str, dict[str, Any] | None] | None = None,
+) -> PassResult:
+    """Decide one reconcile pass of ``glance_obj`` (see the module docstring).
+
+    ``objects``: the owned objects the roles rendered from ``pass_plan(...).desired``, by
+    key (``role_templates.objects_by_key``); when None they are rendered here from the
+    same templates (``role_templates.render_objects``).
+    """
+    meta = _meta(glance_obj)
+    finalizers = list(meta.get("finalizers") or [])
+    if meta.get("deletionTimestamp"):
+        return PassResult(finalizer=REMOVE if FINALIZER in finalizers else None)
+    if FINALIZER not in finalizers:
+        return PassResult(finalizer=ADD, requeue_after=REQUEUE_NOW)
+
+    plan = pass_plan(glance_obj, plan_inputs, live)
+    if objects is None:
+        objects = render_objects(plan.desired) if not plan.errors else {}
+    p = _Pass(glance_obj, live, objects)
     if plan.errors:
         message = "the stored objects are refused: " + "; ".join(plan.errors)
         p.set(c.condition(c.SECRETS_READY, False, c.CONFIG_ERROR, message))

@@ -371,10 +371,10 @@ class Reconciler:
 def desired_manifests(
     glance: dict, backends: list[dict], secrets: list[dict] | None = None, **kw: Any
 ) -> dict[str, dict | None]:
-    """The manifests a pass would apply for this input (``build_plan`` + ``manifests``)."""
+    """The objects a pass would apply for this input (``build_plan`` + the role templates)."""
     from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import InputSet
-    from ansible_collections.c5c3.glance.plugins.module_utils.manifests import manifests
     from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import build_plan
+    from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import render_objects
 
     found = InputSet(
         glance=copy.deepcopy(glance),
@@ -383,4 +383,4 @@ def desired_manifests(
     )
     plan = build_plan(found, load_crds(), load_catalogs(), stored=True, **kw)
     assert not plan.errors, plan.errors
-    return manifests(plan.desired)
+    return render_objects(plan.desired)

@@ -29,6 +29,12 @@ from ansible_collections.c5c3.glance.plugins.module_utils.collection_files impor
     load_crds,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.quantity import parse_quantity
+from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import (
+    KINDS,
+    objects_by_key,
+    render_object,
+    render_objects,
+)
 
 ROOT = COLLECTION_ROOT
 SAMPLES = ROOT / "config" / "samples"
@@ -478,3 +484,58 @@ def test_the_schema_check_refuses_an_unknown_field(renders):
     deployment["spec"]["template"]["spec"]["containers"][0]["chunkedInputLimit"] = 1
     with pytest.raises(kubernetes_validate.ValidationError, match="chunkedInputLimit"):
         kubernetes_validate.validate(deployment, KUBERNETES_VERSIONS[-1], strict=True)
+
+
+# --- the same templates rendered without Ansible (role_templates) --------------------------
+
+
+@pytest.mark.parametrize("scenario", RENDERED)
+def test_the_templates_rendered_by_jinja2_alone_are_what_ansible_renders(renders, scenario):
+    render = renders[scenario]
+    by_key = objects_by_key(render.desired, render.manifests)
+    assert by_key == render_objects(render.desired)
+    for key, obj in by_key.items():
+        if obj is not None:
+            assert list(obj) == list(render_object(key, render.desired[key]))  # field order too
+
+
+def test_every_key_has_a_kind_and_a_template_file():
+    assert set(KINDS) == set(do.OBJECT_KEYS)
+    for kind in KINDS.values():
+        assert (ROOT / "roles" / kind.role / "templates" / kind.template).is_file()
+    assert {(k, KINDS[k].role) for k in KINDS} == {
+        (key, role) for role, keys in ROLE_KEYS.items() for key in keys
+    }
+
+
+@pytest.mark.parametrize("scenario", RENDERED)
+def test_each_object_rendered_alone_is_what_its_data_says(renders, scenario):
+    desired = renders[scenario].desired
+    for key in EMIT_ORDER:
+        if desired[key] is not None:
+            obj = render_object(key, desired[key])
+            assert obj == expected_object(key, desired[key])
+            assert (obj["apiVersion"], obj["kind"]) == (KINDS[key].api_version, KINDS[key].kind)
+
+
+def test_optional_fields_are_left_out_when_their_data_is_unset(renders):
+    desired = renders["full"].desired
+    deployment = dict(desired["deployment"], replicas=3)
+    assert render_object("deployment", deployment)["spec"]["replicas"] == 3
+    assert "replicas" not in render_object("deployment", dict(deployment, replicas=None))["spec"]
+    pdb = dict(desired["pdb"], min_available=None, max_unavailable=1)
+    assert render_object("pdb", pdb) == expected_object("pdb", pdb)
+    route = dict(desired["http_route"], annotations={})
+    assert "annotations" not in render_object("http_route", route)["metadata"]
+
+
+def test_matching_rendered_objects_to_keys_refuses_a_missing_or_an_extra_object(renders):
+    render = renders["full"]
+    manifests = render.manifests
+    with pytest.raises(ValueError, match="rendered no Service glance for service"):
+        objects_by_key(render.desired, [o for o in manifests if o["kind"] != "Service"])
+    stray = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stray"}}
+    with pytest.raises(ValueError, match="did not decide: ConfigMap stray"):
+        objects_by_key(render.desired, [*manifests, stray])
+    with pytest.raises(KeyError):
+        render_object("pod", {})

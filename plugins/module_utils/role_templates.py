@@ -1,0 +1,118 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""The owned objects as the roles' templates render them, for code outside a playbook.
+
+The role templates (``roles/*/templates/*.yaml.j2``) are the one description of each
+owned object. A playbook renders them through its roles; the decision layer, when no
+playbook hands it the rendered objects (unit tests, the benchmark, the runner's own
+checks), renders the same files here with Jinja2, the engine Ansible itself uses. The
+templates use one filter, ``to_json``, so both paths give the same objects;
+``tests/unit/test_role_templates.py`` holds the two equal.
+
+``KINDS`` says, per ``desired_objects`` key, the apiVersion and kind of its object and
+which role and template emit it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import yaml
+
+from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    api_version: str
+    kind: str
+    role: str
+    template: str
+
+
+KINDS: dict[str, ObjectKind] = {
+    do.CONFIG_MAP: ObjectKind("v1", "ConfigMap", "glance_config", "configmap.yaml.j2"),
+    do.BACKENDS_SECRET: ObjectKind("v1", "Secret", "glance_config", "backends_secret.yaml.j2"),
+    do.DB_CONNECTION_SECRET: ObjectKind(
+        "v1", "Secret", "glance_config", "db_connection_secret.yaml.j2"
+    ),
+    do.DEPLOYMENT: ObjectKind("apps/v1", "Deployment", "glance_api", "deployment.yaml.j2"),
+    do.SERVICE: ObjectKind("v1", "Service", "glance_api", "service.yaml.j2"),
+    do.PDB: ObjectKind("policy/v1", "PodDisruptionBudget", "glance_api", "pdb.yaml.j2"),
+    do.HPA: ObjectKind("autoscaling/v2", "HorizontalPodAutoscaler", "glance_api", "hpa.yaml.j2"),
+    do.NETWORK_POLICY: ObjectKind(
+        "networking.k8s.io/v1", "NetworkPolicy", "glance_exposure", "networkpolicy.yaml.j2"
+    ),
+    do.HTTP_ROUTE: ObjectKind(
+        "gateway.networking.k8s.io/v1", "HTTPRoute", "glance_exposure", "httproute.yaml.j2"
+    ),
+    do.DB_SYNC_JOB: ObjectKind("batch/v1", "Job", "glance_database", "db_sync_job.yaml.j2"),
+    do.DB_PURGE_CRONJOB: ObjectKind(
+        "batch/v1", "CronJob", "glance_database", "db_purge_cronjob.yaml.j2"
+    ),
+}
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(COLLECTION_ROOT / "roles")),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.filters["to_json"] = json.dumps
+    return env
+
+
+def render_object(key: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The object the template of ``key`` renders from ``data`` (a desired_objects entry)."""
+    if key not in KINDS:
+        raise KeyError(f"no template renders the key {key!r}")
+    kind = KINDS[key]
+    text = (
+        _environment()
+        .get_template(f"{kind.role}/templates/{kind.template}")
+        .render(glance_desired={key: data})
+    )
+    (obj,) = [doc for doc in yaml.safe_load_all(text) if doc]
+    return obj
+
+
+def render_objects(desired: Mapping[str, Mapping[str, Any] | None]) -> dict[str, dict | None]:
+    """``render_object`` of every entry of ``desired``; a None entry stays None."""
+    return {key: (render_object(key, d) if d is not None else None) for key, d in desired.items()}
+
+
+def objects_by_key(
+    desired: Mapping[str, Mapping[str, Any] | None], rendered: Iterable[Mapping[str, Any]]
+) -> dict[str, dict | None]:
+    """Match objects a playbook's roles rendered to the ``desired`` keys they belong to.
+
+    Each key with data must find exactly its object (same apiVersion, kind and name);
+    a key whose data is None stays None. A rendered object no key describes is an error:
+    a role emitted something the pass did not decide.
+    """
+    pool = {
+        (o.get("apiVersion"), o.get("kind"), (o.get("metadata") or {}).get("name")): o
+        for o in rendered
+    }
+    out: dict[str, dict | None] = {}
+    for key, data in desired.items():
+        if data is None:
+            out[key] = None
+            continue
+        kind = KINDS[key]
+        ident = (kind.api_version, kind.kind, data["name"])
+        if ident not in pool:
+            raise ValueError(f"the roles rendered no {kind.kind} {data['name']} for {key}")
+        out[key] = dict(pool.pop(ident))
+    if pool:
+        extra = ", ".join(f"{k} {n}" for _, k, n in sorted(pool, key=str))
+        raise ValueError(f"the roles rendered objects the pass did not decide: {extra}")
+    return out
