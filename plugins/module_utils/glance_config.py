@@ -93,6 +93,11 @@ POLICY_PATH = CONFIG_DIR + POLICY_YAML
 STAGING_DIR = "/var/lib/glance/staging"
 TASKS_WORK_DIR = "/var/lib/glance/tasks-work"
 IMAGE_CACHE_DIR = "/var/lib/glance/image-cache"
+#: The Python of the image's environment (images/glance). Under uWSGI ``sys.executable`` is
+#: not that interpreter, so the image_conversion plugin, which runs ``qemu-img`` through
+#: ``python -m oslo_concurrency.prlimit``, must be told (glance's ``[wsgi]
+#: python_interpreter``); without it every conversion fails (tests/e2e).
+IMAGE_PYTHON = "/var/lib/openstack/bin/python"
 # On the pod's writable tmp volume (the root filesystem is read-only), so that
 # `kubectl exec <pod> -- touch /tmp/glance-healthcheck-disable` takes a pod out of rotation.
 HEALTHCHECK_DISABLE_FILE = "/tmp/glance-healthcheck-disable"
@@ -465,6 +470,7 @@ def _operator_options(
     if "image_conversion" in plugins:
         output_format = blocks["conversion"].get("outputFormat") or DEFAULT_OUTPUT_FORMAT
         sections["image_conversion"] = {"output_format": output_format}
+        sections["wsgi"] = {"python_interpreter": IMAGE_PYTHON}
     if "inject_image_metadata" in plugins:
         inject = blocks["injectMetadata"]
         properties = inject.get("properties") or {}

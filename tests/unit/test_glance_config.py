@@ -197,6 +197,9 @@ policy_file = /etc/glance/glance-api.conf.d/policy.yaml
 [paste_deploy]
 config_file = /etc/glance/glance-api.conf.d/glance-api-paste.ini
 flavor = keystone
+
+[wsgi]
+python_interpreter = /var/lib/openstack/bin/python
 """
 
 
@@ -333,6 +336,14 @@ CONDITIONAL_KEYS = [
         "image_conversion",
         "output_format",
         "qcow2",
+    ),
+    ("no conversion: no python_interpreter", {}, "wsgi", "python_interpreter", ABSENT),
+    (
+        "conversion: qemu-img runs under the image's python, not uWSGI's sys.executable",
+        {"importPlugins": {"conversion": {}}},
+        "wsgi",
+        "python_interpreter",
+        "/var/lib/openstack/bin/python",
     ),
     ("no injectMetadata: no inject", {}, "inject_metadata_properties", "inject", ABSENT),
     (
