@@ -1,0 +1,337 @@
+"""The operator's Dockerfile, checked statically (no container engine is needed).
+
+What the image must be, and what config/manager's Deployment expects of it: an official
+Python 3.12 slim base pinned to a patch release; Python packages only from the pinned
+requirements.txt; the collection built from this checkout and installed where
+ansible-runner finds it; runner/, playbooks/ and watches.yaml in /opt/operator; the
+non-root uid, the command, the ports and Ansible's temp settings of the Deployment. The
+build context is filtered by .dockerignore exactly as the tests here filter it, and the
+collection is built and installed from that filtered copy as the image build does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+MANAGER = ROOT / "config" / "manager" / "manager.yaml"
+COLLECTIONS = "/usr/share/ansible/collections"
+WORKDIR = "/opt/operator"
+BASE_IMAGE = re.compile(r"python:3\.12\.\d+-slim(-[a-z]+)?(@sha256:[0-9a-f]{64})?")
+PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+")
+# Owned by the runner's authors; the image cannot be built until they exist.
+RUNNER_FILES = {"watches.yaml", "runner/"}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    keyword: str
+    arguments: str
+    stage: int  # index of the FROM it follows; -1 before the first FROM
+
+
+def instructions(text: str) -> list[Instruction]:
+    """The Dockerfile's instructions, continuation lines joined and comments dropped."""
+    found, stage, pending = [], -1, ""
+    for line in text.splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if pending and line.lstrip().startswith("#"):
+            continue  # a comment inside a continued instruction
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        keyword, _, arguments = (pending + line).strip().partition(" ")
+        pending = ""
+        keyword = keyword.upper()
+        if keyword == "FROM":
+            stage += 1
+        found.append(Instruction(keyword, " ".join(arguments.split()), stage))
+    assert not pending, "the Dockerfile ends inside a continued line"
+    return found
+
+
+INSTRUCTIONS = instructions(DOCKERFILE.read_text())
+FINAL_STAGE = max(i.stage for i in INSTRUCTIONS)
+
+
+def of(keyword: str, stage: int | None = None) -> list[Instruction]:
+    return [i for i in INSTRUCTIONS if i.keyword == keyword and stage in (None, i.stage)]
+
+
+def manager_container() -> dict:
+    deployment = yaml.safe_load(MANAGER.read_text())
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def manager_pod_security() -> dict:
+    return yaml.safe_load(MANAGER.read_text())["spec"]["template"]["spec"]["securityContext"]
+
+
+def shell_commands(run: str) -> list[list[str]]:
+    """A RUN line split into its simple commands (at &&, ||, ; and |)."""
+    tokens = shlex.split(run, posix=True)
+    commands, current = [], []
+    for token in tokens:
+        if token in {"&&", "||", ";", "|"}:
+            commands.append(current)
+            current = []
+        elif token.endswith(";"):
+            current.append(token[:-1])
+            commands.append(current)
+            current = []
+        else:
+            current.append(token)
+    commands.append(current)
+    return [c for c in commands if c]
+
+
+def copies(stage: int | None = None) -> list[tuple[list[str], str]]:
+    """(sources, destination) of each COPY from the build context."""
+    found = []
+    for copy in of("COPY", stage):
+        words = copy.arguments.split()
+        if any(w.startswith("--from=") for w in words):
+            continue
+        paths = [w for w in words if not w.startswith("--")]
+        found.append((paths[:-1], paths[-1]))
+    return found
+
+
+# --- .dockerignore, as Docker reads it -----------------------------------------------------------
+
+
+def ignore_patterns() -> list[str]:
+    lines = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()]
+    patterns = [line for line in lines if line and not line.startswith("#")]
+    assert not any(p.startswith("!") for p in patterns), "exceptions are not handled here"
+    return patterns
+
+
+def _regex(pattern: str) -> re.Pattern:
+    out, i = "", 0
+    pattern = pattern.strip("/")
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[":
+            end = pattern.index("]", i)
+            out, i = out + pattern[i : end + 1], end + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def ignored(relative: str, patterns: list[str]) -> bool:
+    """Docker leaves a path out when it, or a folder above it, matches a pattern."""
+    parts = relative.strip("/").split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    return any(_regex(p).fullmatch(prefix) for p in patterns for prefix in prefixes)
+
+
+def build_context(target: Path) -> None:
+    """Copy the checkout as Docker would send it: every file .dockerignore leaves in."""
+    patterns = ignore_patterns()
+    for folder, subfolders, files in os.walk(ROOT):
+        base = Path(folder).relative_to(ROOT)
+        subfolders[:] = [d for d in subfolders if not ignored((base / d).as_posix(), patterns)]
+        for name in files:
+            relative = (base / name).as_posix()
+            if not ignored(relative, patterns):
+                (target / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / relative, target / relative)
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+
+def test_every_base_image_is_official_python_3_12_slim_pinned_to_a_patch_release():
+    arguments = {}
+    for arg in of("ARG", -1):
+        name, _, default = arg.arguments.partition("=")
+        arguments[name] = default
+    stages = []
+    for number, base in enumerate(of("FROM")):
+        image, *alias = base.arguments.split()
+        image = re.sub(r"\$\{?(\w+)\}?", lambda m: arguments[m[1]], image)
+        if image in stages:
+            continue  # FROM an earlier stage
+        assert BASE_IMAGE.fullmatch(image), f"FROM #{number}: {image} is not pinned"
+        if alias:
+            stages.append(alias[-1])
+
+
+def test_the_image_runs_as_the_manager_deployments_non_root_uid():
+    users = of("USER", FINAL_STAGE)
+    assert users, "the final stage sets no USER: it would run as root"
+    user, _, group = users[-1].arguments.partition(":")
+    assert user.isdigit() and int(user) != 0, "numeric non-root uid (runAsNonRoot checks it)"
+    pod = manager_pod_security()
+    assert int(user) == pod["runAsUser"]
+    assert group and int(group) == pod["runAsGroup"]
+
+
+def test_python_packages_come_only_from_the_pinned_requirements():
+    requirement_copies = [dest for sources, dest in copies() if sources == ["requirements.txt"]]
+    assert requirement_copies, "requirements.txt is not copied into the image"
+    installs = 0
+    for run in of("RUN"):
+        for command in shell_commands(run.arguments):
+            if "pip" not in Path(command[0]).name or "install" not in command:
+                continue
+            installs += 1
+            options = command[command.index("install") + 1 :]
+            assert "--no-deps" in options or "--require-hashes" in options, command
+            assert options.count("-r") == 1, command
+            assert options[options.index("-r") + 1] in requirement_copies, command
+            positional = [o for o in options if not o.startswith("-")]
+            assert positional == [options[options.index("-r") + 1]], (
+                f"packages named outside requirements.txt: {command}"
+            )
+    assert installs >= 1
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            assert PIN.fullmatch(line), f"requirements.txt: {line!r} is not pinned"
+
+
+@pytest.mark.parametrize("source", sorted({s for sources, _ in copies() for s in sources}))
+def test_every_copied_path_exists_and_is_in_the_build_context(source):
+    path = ROOT / source
+    if not path.exists() and source in RUNNER_FILES:
+        pytest.skip(f"{source} is not in the repository yet (the runner's; the image needs it)")
+    assert path.exists(), f"COPY {source}: no such file in the repository"
+    if source != ".":
+        assert not ignored(source, ignore_patterns()), f"COPY {source}: .dockerignore drops it"
+
+
+def test_runner_playbooks_and_watches_go_to_the_workdir():
+    final = of("WORKDIR", FINAL_STAGE)
+    assert final and final[-1].arguments == WORKDIR
+    copied = dict((tuple(sources), dest) for sources, dest in copies(FINAL_STAGE))
+    assert copied[("runner/",)].rstrip("/") == f"{WORKDIR}/runner"
+    assert copied[("playbooks/",)].rstrip("/") == f"{WORKDIR}/playbooks"
+    assert copied[("watches.yaml",)] == f"{WORKDIR}/watches.yaml"
+    # The manager's --watches-file is that file.
+    args = manager_container()["args"]
+    assert args[args.index("--watches-file") + 1] == f"{WORKDIR}/watches.yaml"
+
+
+def test_the_collection_is_built_from_the_checkout_and_installed_for_ansible_runner():
+    commands = [c for run in of("RUN") for c in shell_commands(run.arguments)]
+    galaxy = [c for c in commands if Path(c[0]).name == "ansible-galaxy"]
+    builds = [c for c in galaxy if c[1:3] == ["collection", "build"]]
+    installs = [c for c in galaxy if c[1:3] == ["collection", "install"]]
+    assert builds and installs
+    for install in installs:
+        assert "--offline" in install, "no download from Galaxy"
+        assert install[install.index("-p") + 1] == COLLECTIONS
+    final_copies = [i.arguments for i in of("COPY", FINAL_STAGE)]
+    assert f"--from=build {COLLECTIONS} {COLLECTIONS}" in final_copies
+
+
+def test_entrypoint_and_cmd_are_the_manager_command_and_args():
+    container = manager_container()
+    (entrypoint,) = of("ENTRYPOINT", FINAL_STAGE)
+    assert json.loads(entrypoint.arguments) == ["python3", "-m", "runner"]
+    assert json.loads(entrypoint.arguments) == container["command"]
+    (cmd,) = of("CMD", FINAL_STAGE)
+    assert json.loads(cmd.arguments) == container["args"]
+
+
+def test_exposed_ports_are_the_manager_container_ports():
+    exposed = {int(p) for e in of("EXPOSE", FINAL_STAGE) for p in e.arguments.split()}
+    assert exposed == {p["containerPort"] for p in manager_container()["ports"]}
+
+
+def test_ansible_home_and_temp_dirs_are_the_managers():
+    env = {}
+    for instruction in of("ENV", FINAL_STAGE):
+        for pair in shlex.split(instruction.arguments):
+            name, _, value = pair.partition("=")
+            env[name] = value
+    deployment_env = {e["name"]: e.get("value") for e in manager_container()["env"]}
+    for name in ("HOME", "ANSIBLE_LOCAL_TEMP", "ANSIBLE_REMOTE_TEMP"):
+        assert env[name] == deployment_env[name], name
+    assert env["ANSIBLE_COLLECTIONS_PATH"] == COLLECTIONS
+    assert env["PYTHONPATH"] == COLLECTIONS  # the runner imports the collection's module_utils
+
+
+def test_dockerignore_keeps_local_state_out_and_the_build_inputs_in():
+    patterns = ignore_patterns()
+    for path in (".git", ".venv/bin/python", ".venv-glance", ".collections", "out/x", "build"):
+        assert ignored(path, patterns), path
+    for path in ("tests/unit/test_quantity.py", "plugins/filter/__pycache__/x.cpython-312.pyc"):
+        assert ignored(path, patterns), path
+    for path in (
+        "galaxy.yml",
+        "requirements.txt",
+        "meta/runtime.yml",
+        "plugins/module_utils/collection_files.py",
+        "roles",
+        "playbooks/render.yml",
+        "config/crd/bases/glance.openstack.c5c3.io_glances.yaml",
+        "catalogs/glance-2026.2.json",
+        "runner/__init__.py",
+        "watches.yaml",
+        "README.md",
+        "LICENSE",
+    ):
+        assert not ignored(path, patterns), path
+
+
+def test_the_collection_builds_and_installs_from_the_docker_build_context(tmp_path):
+    """The image build's two ansible-galaxy steps, on the context .dockerignore leaves."""
+    context = tmp_path / "src"
+    build_context(context)
+    bin_dir = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    config = tmp_path / "ansible.cfg"
+    config.write_text("[defaults]\n")
+    env.update(ANSIBLE_CONFIG=str(config), HOME=str(tmp_path), ANSIBLE_NOCOLOR="1")
+    target = tmp_path / "collections"
+
+    def galaxy(*argv: str) -> None:
+        result = subprocess.run(
+            [str(bin_dir / "ansible-galaxy"), "collection", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    galaxy("build", "--output-path", str(tmp_path / "dist"), str(context))
+    (tarball,) = (tmp_path / "dist").glob("c5c3-glance-*.tar.gz")
+    galaxy("install", "--offline", "-p", str(target), str(tarball))
+    installed = target / "ansible_collections" / "c5c3" / "glance"
+    for needed in (
+        "config/crd/bases/glance.openstack.c5c3.io_glances.yaml",
+        "config/crd/bases/glance.openstack.c5c3.io_glancebackends.yaml",
+        "plugins/module_utils/collection_files.py",
+        "meta/runtime.yml",
+    ):
+        assert (installed / needed).is_file(), needed
+    assert list((installed / "catalogs").glob("glance-*.json"))
+    assert not (installed / "tests").exists() and not (installed / ".venv").exists()
