@@ -232,7 +232,7 @@ def parse_review(body: bytes) -> dict[str, Any]:
     """The ``request`` of an AdmissionReview body; ``BadReview`` naming what is wrong."""
     try:
         review = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BadReview(f"the body is not JSON: {exc}") from exc
     if not isinstance(review, dict):
         raise BadReview("the body is not an AdmissionReview: not a JSON object")

@@ -801,6 +801,7 @@ def test_an_object_of_the_other_kind_is_denied_naming_it(webhook):
     [
         (b"not json", "the body is not JSON"),
         (b"[1, 2]", "not a JSON object"),
+        (b"[" * 100_000, "the body is not JSON"),
         (
             json.dumps(
                 {
@@ -827,7 +828,7 @@ def test_an_object_of_the_other_kind_is_denied_naming_it(webhook):
         ),
         (json.dumps(GLANCE).encode(), "kind 'Glance'"),
     ],
-    ids=["not-json", "not-object", "v1beta1", "no-request", "no-uid", "bare-object"],
+    ids=["not-json", "not-object", "too-deep", "v1beta1", "no-request", "no-uid", "bare-object"],
 )
 def test_a_body_that_is_not_an_admission_review_is_a_400(webhook, body, message):
     status, answer = webhook.post(path_of("Glance", "validate"), body=body)
