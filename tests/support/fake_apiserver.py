@@ -719,9 +719,9 @@ def _under(path: Path_, paths: Iterable[Path_]) -> bool:
 
 
 def remove_fields(obj: dict, paths: Iterable[Path_], keep: set[Path_]) -> None:
-    """Remove ``paths`` from ``obj`` (deepest first), sparing what ``keep`` owns below them,
+    """Remove ``paths`` from ``obj`` (a list item whole, before its fields), sparing what ``keep`` owns below them,
     and maps or lists the removal leaves empty that nobody owns."""
-    for path in sorted(paths, key=len, reverse=True):
+    for path in sorted(paths, key=len):
         if _under(path, keep):
             continue
         if _get_at(obj, path) is _MISSING:
@@ -1433,7 +1433,10 @@ class FakeAPIServer:
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler, context, self)
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="fake-apiserver", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-apiserver",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -2708,6 +2711,7 @@ class _HTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, addr = self.socket.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms delayed-ACK stalls
         return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
