@@ -284,11 +284,12 @@ def reconcile_period(watch: Watch, annotations: Mapping[str, str] | None, defaul
     The CR's ``ansible.sdk.operatorframework.io/reconcile-period`` annotation beats
     ``reconcilePeriod`` of watches.yaml, which beats the runner's ``--reconcile-period``
     (``default``). A bad annotation raises ``ValueError`` with Go's message, as the
-    reconcile then fails in ansible-operator.
+    reconcile then fails in ansible-operator; a negative one means none, as a negative
+    ``RequeueAfter`` does in controller-runtime.
     """
     text = (annotations or {}).get(RECONCILE_PERIOD_ANNOTATION)
     if text is not None:
-        return float(go_duration.parse_duration(text))
+        return max(0.0, float(go_duration.parse_duration(text)))
     return default if watch.reconcile_period is None else watch.reconcile_period
 
 

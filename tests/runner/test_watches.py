@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from types import MappingProxyType
@@ -470,7 +471,7 @@ def test_invalid_yaml_is_one_problem(tree):
 
 def test_a_loaded_file_names_itself_in_problems(tree):
     (tree / "watches.yaml").write_text("- {version: v1, kind: K}\n")
-    with pytest.raises(WatchesError, match=f"^{tree}/watches.yaml:1: entry 1 "):
+    with pytest.raises(WatchesError, match=f"^{re.escape(str(tree))}/watches.yaml:1: entry 1 "):
         load_watches(tree / "watches.yaml", environ={})
 
 
@@ -518,6 +519,7 @@ PERIOD = "ansible.sdk.operatorframework.io/reconcile-period"
         (60.0, None, 60.0),
         (60.0, {PERIOD: "5m"}, 300.0),
         (None, {PERIOD: "0s"}, 0.0),
+        (60.0, {PERIOD: "-5m"}, 0.0),
         (None, {"other": "1s"}, 36000.0),
     ],
 )
