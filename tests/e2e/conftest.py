@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Callable
 
 import pytest
 from e2e.stack import Stack, StackError, missing_programs
@@ -45,3 +47,23 @@ def stack(tmp_path_factory) -> Stack:
         stack.stop()
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in stack.timings.items())
         _say(f"\n[e2e] timings: {timings}\n[e2e] logs: {root / 'logs'}")
+
+
+@pytest.fixture(scope="session")
+def say(request) -> Callable[[str], None]:
+    """Print a line to the terminal, past pytest's capturing (timings: shown without -s)."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+
+    def _print(msg: str) -> None:
+        with capture.global_and_fixture_disabled():
+            _say(msg)
+
+    return _print
+
+
+@pytest.fixture
+def timed(request, say):
+    """Print the test's wall time (this fixture's setup to its teardown)."""
+    started = time.monotonic()
+    yield
+    say(f"\n[e2e] {request.node.name}: {time.monotonic() - started:.1f}s")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Set up what the e2e suite runs: the e2e environment and MariaDB (``make e2e-env``).
+"""Set up what the e2e suite runs: the e2e environment, MariaDB and qemu-img (``make e2e-env``).
 
     python3 tests/e2e/setup_env.py            # idempotent: build what is missing
     python3 tests/e2e/setup_env.py --lock     # re-resolve tests/e2e/requirements-2026.2.txt
@@ -10,10 +10,12 @@
    ``tests/e2e/requirements-2026.2.txt``, installed with ``pip install --no-deps`` and
    then ``pip check``. A stamp records the list's SHA-256 and the Python version; when
    both match nothing is done, otherwise the environment is rebuilt from scratch.
-2. **MariaDB**: Debian's ``mariadb-server`` (``mariadbd``, ``mariadb-install-db``) when
-   ``mariadbd`` is missing: ``apt-get install -y mariadb-server``, with one
+2. **Debian packages**: ``mariadb-server`` (``mariadbd``, ``mariadb-install-db``) and
+   ``qemu-utils`` (``qemu-img``: the image_conversion import plugin runs it, as the
+   Glance image ships it), each only when one of its programs is missing:
+   ``apt-get install -y --no-install-recommends`` of the missing packages, with one
    ``apt-get update`` first only when the install fails. Needs root (CI runs as root).
-   The package's own service is not used (the harness runs a private ``mariadbd``) and
+   mariadb-server's own service is not used (the harness runs a private ``mariadbd``) and
    is kept from starting during the install by a temporary ``policy-rc.d``.
 
 ``--lock`` is a resolver run: pip resolves the packages above for Python 3.12 with every
@@ -62,8 +64,12 @@ TOP_LEVEL = (
     # imports python-memcached; the image's pin list lacks it (see the e2e report).
     "python-memcached",
 )
-MARIADB_PROGRAMS = ("mariadbd", "mariadb-install-db")
-MARIADB_SBIN = ("/usr/sbin", "/usr/bin")
+# Debian package -> the programs the suite runs from it.
+DEBIAN_PACKAGES = {
+    "mariadb-server": ("mariadbd", "mariadb-install-db"),
+    "qemu-utils": ("qemu-img",),
+}
+DEBIAN_DIRS = ("/usr/sbin", "/usr/bin")
 
 
 def _hack_glance_venv():
@@ -204,25 +210,34 @@ def ensure_venv(python: str | None) -> bool:
 
 
 # ---------------------------------------------------------------------------------------
-# MariaDB
+# Debian packages: MariaDB, qemu-img
 
 
-def find_mariadb_program(name: str) -> str | None:
-    """A MariaDB program on PATH or in the Debian package's directories."""
+def find_program(name: str) -> str | None:
+    """A program on PATH or in the Debian packages' directories."""
     found = shutil.which(name)
     if found:
         return found
-    for directory in MARIADB_SBIN:
+    for directory in DEBIAN_DIRS:
         candidate = Path(directory) / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
 
 
-def _apt_install() -> subprocess.CompletedProcess:
+def missing_packages() -> list[str]:
+    """The Debian packages of which a program is missing."""
+    return [
+        package
+        for package, programs in DEBIAN_PACKAGES.items()
+        if not all(find_program(p) for p in programs)
+    ]
+
+
+def _apt_install(packages: list[str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     return subprocess.run(
-        ["apt-get", "install", "-y", "--no-install-recommends", "mariadb-server"],
+        ["apt-get", "install", "-y", "--no-install-recommends", *packages],
         env=env,
         capture_output=True,
         text=True,
@@ -230,34 +245,39 @@ def _apt_install() -> subprocess.CompletedProcess:
     )
 
 
-def ensure_mariadb() -> bool:
-    """Install Debian's mariadb-server when a program is missing; True when installed."""
-    if all(find_mariadb_program(p) for p in MARIADB_PROGRAMS):
-        log("mariadb-server is installed")
-        return False
+def ensure_debian_packages() -> list[str]:
+    """Install the Debian packages of which a program is missing; the ones installed."""
+    missing = missing_packages()
+    if not missing:
+        log(f"{', '.join(DEBIAN_PACKAGES)} installed")
+        return []
+    wanted = " ".join(missing)
     if shutil.which("apt-get") is None:
-        raise SystemExit("mariadbd is missing and there is no apt-get: install mariadb-server")
+        raise SystemExit(f"{wanted}: a program is missing and there is no apt-get")
     if os.geteuid() != 0:
-        raise SystemExit("mariadbd is missing: run `apt-get install -y mariadb-server` as root")
+        raise SystemExit(f"a program is missing: run `apt-get install -y {wanted}` as root")
     policy = Path("/usr/sbin/policy-rc.d")
     own_policy = not policy.exists()
-    if own_policy:  # keep the package's service from starting: the harness runs its own
+    if own_policy:  # keep the packages' services from starting: the harness runs its own
         policy.write_text("#!/bin/sh\nexit 101\n")
         policy.chmod(0o755)
     started = time.monotonic()
     try:
-        proc = _apt_install()
+        proc = _apt_install(missing)
         if proc.returncode != 0:
             log("apt-get install failed; apt-get update, then once more")
             subprocess.run(["apt-get", "update"], capture_output=True, text=True, check=False)
-            proc = _apt_install()
+            proc = _apt_install(missing)
     finally:
         if own_policy:
             policy.unlink()
     if proc.returncode != 0:
-        raise SystemExit(f"apt-get install -y mariadb-server failed:\n{proc.stdout}{proc.stderr}")
-    log(f"mariadb-server installed in {time.monotonic() - started:.1f}s")
-    return True
+        raise SystemExit(f"apt-get install -y {wanted} failed:\n{proc.stdout}{proc.stderr}")
+    still = missing_packages()
+    if still:
+        raise SystemExit(f"installed {wanted}, yet programs of {', '.join(still)} are missing")
+    log(f"{wanted} installed in {time.monotonic() - started:.1f}s")
+    return missing
 
 
 def main(argv: list[str]) -> int:
@@ -269,7 +289,7 @@ def main(argv: list[str]) -> int:
         if args.lock:
             lock(glance_venv.find_python(args.python))
             return 0
-        ensure_mariadb()
+        ensure_debian_packages()
         ensure_venv(args.python)
     except glance_venv.GlanceVenvError as exc:
         log(str(exc))

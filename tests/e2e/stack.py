@@ -63,11 +63,17 @@ VENV = ROOT / ".venv-glance" / f"e2e-{RELEASE}"
 VENV_BIN = VENV / "bin"
 SHIM = ROOT / "images" / "glance" / "glance-wsgi-api"
 SAMPLE = ROOT / "config" / "samples" / "glance_minimal.yaml"
+# Files the Glance image puts next to its configuration (images/glance/Dockerfile, COPY):
+# the path in the image -> the repository's copy.
+IMAGE_FILES = {
+    "/etc/glance/schema-image.json": ROOT / "images" / "glance" / "schema-image.json",
+}
 PLAYBOOK = ROOT / "playbooks" / "render.yml"
-MARIADB_DIRS = ("/usr/sbin", "/usr/bin")
+DEBIAN_DIRS = ("/usr/sbin", "/usr/bin")
 
 # Programs the suite cannot run without (``make e2e-env`` installs them): in the e2e
-# environment, and Debian's mariadb-server.
+# environment, Debian's mariadb-server, and Debian's qemu-utils (the image ships qemu-img
+# for the image_conversion import plugin; glance-api finds it on PATH).
 E2E_PROGRAMS = (
     "python",
     "uwsgi",
@@ -78,6 +84,7 @@ E2E_PROGRAMS = (
     "glance",
 )
 MARIADB_PROGRAMS = ("mariadbd", "mariadb-install-db", "mariadb")
+QEMU_IMG = "qemu-img"
 
 # Credentials of the local services (nothing here leaves 127.0.0.1).
 ADMIN_PASSWORD = "e2e-admin-password"
@@ -104,11 +111,12 @@ class StackError(RuntimeError):
 # what the suite needs
 
 
-def mariadb_program(name: str) -> str | None:
+def debian_program(name: str) -> str | None:
+    """A program of a Debian package (MariaDB's, qemu-img): on PATH or in its directory."""
     return shutil.which(name) or next(
         (
             str(Path(d) / name)
-            for d in MARIADB_DIRS
+            for d in DEBIAN_DIRS
             if os.access(Path(d) / name, os.X_OK) and (Path(d) / name).is_file()
         ),
         None,
@@ -123,8 +131,10 @@ def missing_programs() -> list[str]:
         if not os.access(VENV_BIN / name, os.X_OK)
     ]
     missing += [
-        f"{name} (Debian mariadb-server)" for name in MARIADB_PROGRAMS if not mariadb_program(name)
+        f"{name} (Debian mariadb-server)" for name in MARIADB_PROGRAMS if not debian_program(name)
     ]
+    if not debian_program(QEMU_IMG):
+        missing.append(f"{QEMU_IMG} (Debian qemu-utils)")
     return missing
 
 
@@ -141,8 +151,9 @@ class Remap:
     =====================================================  ===============================
     ``/var/lib/openstack/bin/glance-wsgi-api``              ``images/glance/glance-wsgi-api``
                                                             (the shim the image ships)
-    ``/var/lib/openstack/etc/glance/metadefs``              ``<e2e venv>/etc/glance/metadefs``
-                                                            (the glance wheel's data files)
+    ``/var/lib/openstack/...`` (the image's environment:     ``<e2e venv>/...`` (the same
+    ``bin/python``, ``etc/glance/metadefs`` ...)            environment, built from the
+                                                            same pins)
     ``/etc/glance/...`` (config volumes, healthcheck file)  ``<root>/etc/glance/...``
     ``/var/lib/glance/...`` (staging, tasks-work, cache)    ``<root>/var/lib/glance/...``
     ``/tmp`` (the ``tmp`` emptyDir)                         ``<root>/tmp`` (also ``TMPDIR``)
@@ -152,7 +163,15 @@ class Remap:
     the image's environment                                 ``PATH``, ``HOME=<root>/home``,
                                                             ``LANG``, ``TMPDIR``; nothing
                                                             else of this process
+    an image file Glance finds in ``/etc/glance``           ``<root>/home/.glance/<file>``
+    (:data:`IMAGE_FILES`: ``schema-image.json``)            (from ``images/glance``)
     =====================================================  ===============================
+
+    Glance looks for ``schema-image.json`` with oslo.config's ``find_file``: next to its
+    configuration files (the mounted directories), then ``~/.glance``, ``~``,
+    ``/etc/glance``, ``/etc``. The image puts it in ``/etc/glance``; that is the host's
+    here, never written, so the harness puts the same file in ``~/.glance``, which is
+    searched earlier (and wins over anything the host may hold).
 
     Paths are replaced wherever they occur (command tokens, mount paths, the files written
     from ConfigMaps and Secrets, env values), only at a path boundary, longest first, in
@@ -171,7 +190,7 @@ class Remap:
     def paths(self) -> dict[str, str]:
         return {
             "/var/lib/openstack/bin/glance-wsgi-api": str(self.shim),
-            "/var/lib/openstack/etc/glance/metadefs": str(self.venv / "etc/glance/metadefs"),
+            "/var/lib/openstack": str(self.venv),
             "/etc/glance": str(self.root / "etc/glance"),
             "/var/lib/glance": str(self.root / "var/lib/glance"),
             "/tmp": str(self.root / "tmp"),
@@ -208,6 +227,12 @@ class Remap:
         """The image's environment here, plus the container's (paths moved)."""
         home = self.root / "home"
         home.mkdir(parents=True, exist_ok=True)
+        found_by_glance = home / ".glance"  # oslo.config searches it before /etc/glance
+        found_by_glance.mkdir(exist_ok=True)
+        for image_path, source in IMAGE_FILES.items():
+            if Path(image_path).parent != Path("/etc/glance"):
+                raise StackError(f"{image_path}: only files of /etc/glance are mirrored")
+            shutil.copyfile(source, found_by_glance / Path(image_path).name)
         tmp = self.path("/tmp")
         tmp.mkdir(parents=True, exist_ok=True)
         env = {
@@ -564,7 +589,7 @@ class Stack:
         self.run(
             "mariadb-install-db",
             [
-                mariadb_program("mariadb-install-db"),
+                debian_program("mariadb-install-db"),
                 "--no-defaults",
                 f"--datadir={data}",
                 f"--user={user}",
@@ -577,7 +602,7 @@ class Stack:
         proc = self.spawn(
             "mariadbd",
             [
-                mariadb_program("mariadbd"),
+                debian_program("mariadbd"),
                 "--no-defaults",
                 f"--datadir={data}",
                 f"--socket={sock}",
@@ -601,14 +626,30 @@ class Stack:
         self.run(
             "mariadb-sql",
             [
-                mariadb_program("mariadb"),
+                debian_program("mariadb"),
                 "--no-defaults",
                 f"--socket={sock}",
                 "-uroot",
                 "-e",
-                "CREATE DATABASE glance CHARACTER SET utf8 COLLATE utf8_general_ci; "
-                f"CREATE USER '{DB_USER}'@'%' IDENTIFIED BY '{DB_PASSWORD}'; "
-                f"GRANT ALL PRIVILEGES ON glance.* TO '{DB_USER}'@'%';",
+                f"CREATE USER '{DB_USER}'@'%' IDENTIFIED BY '{DB_PASSWORD}';",
+            ],
+        )
+        self.create_database("glance")
+
+    def create_database(self, name: str) -> None:
+        """An empty database ``name`` the Glance DB user owns (MariaDB's root socket)."""
+        if not re.fullmatch(r"\w+", name):
+            raise StackError(f"database name {name!r}: letters, digits and _ only")
+        self.run(
+            f"mariadb-create-{name}",
+            [
+                debian_program("mariadb"),
+                "--no-defaults",
+                f"--socket={self.root / 'mariadb' / 'mysqld.sock'}",
+                "-uroot",
+                "-e",
+                f"CREATE DATABASE {name} CHARACTER SET utf8 COLLATE utf8_general_ci; "
+                f"GRANT ALL PRIVILEGES ON {name}.* TO '{DB_USER}'@'%';",
             ],
         )
 
@@ -616,7 +657,7 @@ class Stack:
     def _mariadb_ping(sock: Path) -> bool:
         proc = subprocess.run(
             [
-                mariadb_program("mariadb"),
+                debian_program("mariadb"),
                 "--no-defaults",
                 f"--socket={sock}",
                 "-uroot",
@@ -830,16 +871,18 @@ class Stack:
         return Rendered(objects, secrets)
 
     def variant(
-        self, name: str, edit: Callable[[list[dict[str, Any]]], None]
+        self, name: str, edit: Callable[[list[dict[str, Any]]], None], venv: Path = VENV
     ) -> tuple[Rendered, Remap]:
         """A render of the stack's input changed by ``edit``, and its own pod root.
 
         Same database, Keystone and S3 as the stack's Glance; the files of its pod are
         written under ``<root>/pod-<name>`` (a free port is bound by :meth:`launch_from`).
+        ``venv`` stands for the image's environment (another release's Glance).
         """
         docs = self.render_input()
         edit(docs)
-        return self.render(f"render-{name}", docs), Remap(self.root / f"pod-{name}", 0)
+        remap = Remap(self.root / f"pod-{name}", 0, venv=venv)
+        return self.render(f"render-{name}", docs), remap
 
     def run_container(
         self, name: str, rendered: Rendered, remap: Remap, kind: str, container_name: str
@@ -850,6 +893,20 @@ class Stack:
         materialize(rendered, pod, container, remap)
         env = remap.environment(rendered.container_env(container))
         return self.run(name, remap.command(container["command"]), env=env)
+
+    def start_container(
+        self, name: str, rendered: Rendered, remap: Remap, container_name: str
+    ) -> Process:
+        """Start a container of the rendered Deployment (a sidecar) as the kubelet would.
+
+        Its mounts are materialized, its command and environment remapped; it is not
+        waited for. The caller stops it (:meth:`Process.stop`; :meth:`stop` at the latest).
+        """
+        pod, container = pod_container(rendered.find("Deployment"), container_name)
+        materialize(rendered, pod, container, remap)
+        env = remap.environment(rendered.container_env(container))
+        command = [*container["command"], *(container.get("args") or [])]
+        return self.spawn(name, remap.command(command), env=env)
 
     def launch_from(self, name: str, rendered: Rendered, remap: Remap, port: int) -> Process:
         """Start the Glance API container of ``rendered`` on ``port``; wait for health."""

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import time
 from http.client import HTTPConnection
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 from e2e.stack import (
     DEMO_PASSWORD,
+    IMAGE_FILES,
     ROOT,
     S3_ACCESS_KEY,
     S3_SECRET_KEY,
@@ -193,6 +195,46 @@ def test_the_db_sync_job_loaded_the_metadata_definitions(stack):
     assert resp.status == 200, resp.body
     names = {ns["namespace"] for ns in resp.json()["namespaces"]}
     assert "OS::Compute::Hypervisor" in names, sorted(names)
+
+
+# ---------------------------------------------------------------------------------------
+# the image schema: schema-image.json of the image
+
+
+def test_glance_serves_the_image_schema_of_the_images_schema_image_json(stack):
+    """The custom image properties are in the schema, and Glance enforces them."""
+    token = stack.demo_token()
+    resp = http("GET", f"{stack.glance_url}/v2/schemas/image", headers={"X-Auth-Token": token})
+    assert resp.status == 200, resp.body
+    served = resp.json()["properties"]
+    shipped = json.loads(IMAGE_FILES["/etc/glance/schema-image.json"].read_text())
+    for name, schema in shipped.items():
+        # Glance adds "is_base": false to each custom property.
+        assert name in served, name
+        assert {key: served[name].get(key) for key in schema} == schema, name
+    # kernel_id must be a UUID: refused with the file, accepted without it.
+    resp = http(
+        "POST",
+        f"{stack.glance_url}/v2/images",
+        {"name": "e2e-bad-kernel", "kernel_id": "not-a-uuid"},
+        {"X-Auth-Token": token},
+    )
+    assert resp.status == 400, resp.body
+    assert "Could not find schema properties file" not in stack.glance.log.read_text()
+
+
+def test_the_image_and_the_harness_ship_the_same_image_files():
+    """Every file the harness mirrors is COPYed by the Dockerfile from the same source."""
+    dockerfile = (ROOT / "images" / "glance" / "Dockerfile").read_text()
+    ignore = (ROOT / "images" / "glance" / "Dockerfile.dockerignore").read_text().splitlines()
+    for image_path, source in IMAGE_FILES.items():
+        relative = source.relative_to(ROOT).as_posix()
+        assert re.search(
+            rf"^COPY (--chmod=\S+ )?{re.escape(relative)} {re.escape(image_path)}$",
+            dockerfile,
+            re.MULTILINE,
+        ), f"images/glance/Dockerfile does not COPY {relative} to {image_path}"
+        assert f"!{relative}" in ignore, f"the build context leaves out {relative}"
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,91 +11,38 @@ import copy
 import json
 import random
 import subprocess
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from e2e.glance_http import (
+    FileServer,
+    create_image,
+    delete_image,
+    get_image,
+    headers,
+    s3_size,
+    upload,
+    wait_active,
+    web_download,
+)
 from e2e.stack import (
     DB_PASSWORD,
     DB_USER,
-    S3_ACCESS_KEY,
-    S3_SECRET_KEY,
     Rendered,
     Stack,
+    debian_program,
     free_port,
     http,
-    mariadb_program,
 )
 
 pytestmark = pytest.mark.e2e
 
 SECOND_STORE = "s3-second"
 SECOND_BUCKET = "glance-e2e-second"
-IMPORT_TIMEOUT = 120
 
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def _headers(token: str, **extra: str) -> dict[str, str]:
-    return {"X-Auth-Token": token, **extra}
-
-
-def create_image(url: str, token: str, name: str) -> str:
-    resp = http(
-        "POST",
-        f"{url}/v2/images",
-        {"name": name, "disk_format": "raw", "container_format": "bare"},
-        _headers(token),
-    )
-    assert resp.status == 201, resp.body
-    return resp.json()["id"]
-
-
-def upload(url: str, token: str, image_id: str, data: bytes, store: str | None = None) -> None:
-    headers = _headers(token, **{"Content-Type": "application/octet-stream"})
-    if store:
-        headers["X-Image-Meta-Store"] = store
-    resp = http("PUT", f"{url}/v2/images/{image_id}/file", data, headers, timeout=120)
-    assert resp.status == 204, resp.body
-
-
-def get_image(url: str, token: str, image_id: str) -> dict[str, Any]:
-    resp = http("GET", f"{url}/v2/images/{image_id}", headers=_headers(token))
-    assert resp.status == 200, resp.body
-    return resp.json()
-
-
-def delete_image(url: str, token: str, image_id: str) -> None:
-    http("DELETE", f"{url}/v2/images/{image_id}", headers=_headers(token))
-
-
-S3_HEAD = """
-import json, sys, boto3, botocore
-req = json.loads(sys.stdin.read())
-s3 = boto3.client("s3", endpoint_url=req["url"], aws_access_key_id=req["key"],
-                  aws_secret_access_key=req["secret"], region_name="us-east-1")
-try:
-    found = s3.head_object(Bucket=req["bucket"], Key=req["image"])["ContentLength"]
-except botocore.exceptions.ClientError:
-    found = None
-print(json.dumps(found))
-"""
-
-
-def s3_size(stack: Stack, bucket: str, image_id: str) -> int | None:
-    """The size of the image's object in ``bucket`` (boto3), or None."""
-    request = {
-        "url": stack.s3_url,
-        "key": S3_ACCESS_KEY,
-        "secret": S3_SECRET_KEY,
-        "bucket": bucket,
-        "image": image_id,
-    }
-    return stack.e2e_python(S3_HEAD, request)
 
 
 def default_flags(info: dict[str, Any]) -> dict[str, bool]:
@@ -117,7 +64,7 @@ def sql(stack: Stack, statement: str) -> list[list[str]]:
     """A statement on the glance database, as the stack's DB user; the rows as text."""
     proc = subprocess.run(
         [
-            mariadb_program("mariadb"),
+            debian_program("mariadb"),
             "--no-defaults",
             "-h127.0.0.1",
             f"-P{stack.mariadb_port}",
@@ -167,7 +114,7 @@ def test_two_s3_stores_and_switching_the_default(stack):
     url = f"http://127.0.0.1:{port}"
     images: list[str] = []
     try:
-        resp = http("GET", f"{url}/v2/info/stores", headers=_headers(token))
+        resp = http("GET", f"{url}/v2/info/stores", headers=headers(token))
         assert resp.status == 200, resp.body
         stores = default_flags(resp.json())
         assert stores == {first_store: True, SECOND_STORE: False}
@@ -192,7 +139,7 @@ def test_two_s3_stores_and_switching_the_default(stack):
     proc = stack.launch_from("glance-api-two-stores-flipped", flipped, flipped_remap, port)
     url = f"http://127.0.0.1:{port}"
     try:
-        resp = http("GET", f"{url}/v2/info/stores", headers=_headers(token))
+        resp = http("GET", f"{url}/v2/info/stores", headers=headers(token))
         stores = default_flags(resp.json())
         assert stores == {first_store: False, SECOND_STORE: True}
 
@@ -212,49 +159,16 @@ def test_two_s3_stores_and_switching_the_default(stack):
 # web-download import filtering
 
 
-def _import(url: str, token: str, image_id: str, uri: str):
-    body = {"method": {"name": "web-download", "uri": uri}}
-    return http("POST", f"{url}/v2/images/{image_id}/import", body, _headers(token))
-
-
-class _Server:
-    """A tiny HTTP server on 127.0.0.1 serving ``data`` at every path."""
-
-    def __init__(self, data: bytes) -> None:
-        payload = data
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/octet-stream")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
-
-
 def test_web_download_is_filtered_by_default_and_widened_by_import_filtering(stack):
     data = random.Random(3).randbytes(64 * 1024)
-    server = _Server(data)
+    server = FileServer(data)
     token = stack.demo_token()
     images: list[str] = []
     proc = None
     try:
         images.append(create_image(stack.glance_url, token, "e2e-web-download-denied"))
         for uri in (f"http://127.0.0.1:{server.port}/x.img", "http://169.254.169.254/latest"):
-            resp = _import(stack.glance_url, token, images[0], uri)
+            resp = web_download(stack.glance_url, token, images[0], uri)
             assert resp.status == 400, (uri, resp.status, resp.body)
         assert get_image(stack.glance_url, token, images[0])["status"] == "queued"
 
@@ -271,14 +185,10 @@ def test_web_download_is_filtered_by_default_and_widened_by_import_filtering(sta
         proc = stack.launch_from("glance-api-web-download", rendered, remap, port)
         url = f"http://127.0.0.1:{port}"
         images.append(create_image(url, token, "e2e-web-download"))
-        resp = _import(url, token, images[1], f"http://127.0.0.1:{server.port}/x.img")
+        resp = web_download(url, token, images[1], f"http://127.0.0.1:{server.port}/x.img")
         assert resp.status == 202, resp.body
-        deadline = time.monotonic() + IMPORT_TIMEOUT
-        while (status := get_image(url, token, images[1])["status"]) != "active":
-            assert status not in ("killed", "deleted"), status
-            assert time.monotonic() < deadline, f"still {status} after {IMPORT_TIMEOUT}s"
-            time.sleep(1)
-        got = http("GET", f"{url}/v2/images/{images[1]}/file", headers=_headers(token))
+        wait_active(url, token, images[1])
+        got = http("GET", f"{url}/v2/images/{images[1]}/file", headers=headers(token))
         assert got.status == 200
         assert got.body == data
     finally:
@@ -321,7 +231,7 @@ def test_db_purge_hard_deletes_backdated_soft_deleted_rows(stack):
     url = stack.glance_url
     image_id = create_image(url, token, "e2e-purge")
     assert (
-        http("PUT", f"{url}/v2/images/{image_id}/tags/purge-me", headers=_headers(token)).status
+        http("PUT", f"{url}/v2/images/{image_id}/tags/purge-me", headers=headers(token)).status
         == 204
     )
     patch = [{"op": "add", "path": "/e2e_purge", "value": "yes"}]
@@ -329,10 +239,10 @@ def test_db_purge_hard_deletes_backdated_soft_deleted_rows(stack):
         "PATCH",
         f"{url}/v2/images/{image_id}",
         json.dumps(patch).encode(),
-        _headers(token, **{"Content-Type": "application/openstack-images-v2.1-json-patch"}),
+        headers(token, **{"Content-Type": "application/openstack-images-v2.1-json-patch"}),
     )
     assert resp.status == 200, resp.body
-    assert http("DELETE", f"{url}/v2/images/{image_id}", headers=_headers(token)).status == 204
+    assert http("DELETE", f"{url}/v2/images/{image_id}", headers=headers(token)).status == 204
     _backdate(stack, image_id)
     assert _rows(stack, "images", "id", image_id) == 1
     assert _rows(stack, "image_properties", "image_id", image_id) >= 1
