@@ -117,6 +117,7 @@ import base64
 import collections
 import contextlib
 import copy
+import functools
 import http.client
 import http.server
 import json
@@ -240,6 +241,15 @@ FOREGROUND_FINALIZER = "foregroundDeletion"
 ORPHAN_FINALIZER = "orphan"
 
 _MISSING: Any = object()
+
+
+@functools.cache
+def crd_schema(crd_file: str, version: str) -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of ``version`` in a CRD file (read once; never mutated)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    crd = yaml.load((CRD_DIR / crd_file).read_text(), Loader=loader)
+    served = next(v for v in crd["spec"]["versions"] if v["name"] == version)
+    return served["schema"]["openAPIV3Schema"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -1013,6 +1023,12 @@ def builtin_defaults(kind: str, obj: dict) -> None:
             obj["data"] = data
             for key, value in string_data.items():
                 data[key] = _b64(str(value))
+    if kind == "Namespace":
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec.setdefault("finalizers", ["kubernetes"])
+        labels = obj["metadata"].setdefault("labels", {})
+        labels.setdefault("kubernetes.io/metadata.name", obj["metadata"].get("name", ""))
     if not isinstance(spec, dict):
         return
     if kind == "Deployment":
@@ -1062,8 +1078,6 @@ def builtin_defaults(kind: str, obj: dict) -> None:
                         port.setdefault("protocol", "TCP")
     elif kind == "HTTPRoute":
         _route_defaults(spec)
-    elif kind == "Namespace":
-        spec.setdefault("finalizers", ["kubernetes"])
 
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -1411,9 +1425,7 @@ class FakeAPIServer:
         for res in self.resources:
             schema = None
             if res.crd_file:
-                crd = yaml.safe_load((CRD_DIR / res.crd_file).read_text())
-                version = next(v for v in crd["spec"]["versions"] if v["name"] == res.version)
-                schema = version["schema"]["openAPIV3Schema"]
+                schema = crd_schema(res.crd_file, res.version)
                 self._schemas[res] = schema
             self._shapes[res] = Shape(schema)
         self.requests: list[Request] = []
@@ -1904,7 +1916,10 @@ class FakeAPIServer:
         if res.has_status:
             obj.pop("status", None)
             if not res.custom:
-                obj["status"] = {"loadBalancer": {}} if res.kind == "Service" else {}
+                obj["status"] = {
+                    "Service": {"loadBalancer": {}},
+                    "Namespace": {"phase": "Active"},
+                }.get(res.kind, {})
         obj = self._defaults(res, obj)
         meta = obj["metadata"]
         if apply_fields is not None:

@@ -1077,3 +1077,540 @@ def test_requests_and_writes_are_recorded(server, api):
     )
     server.reset_requests()
     assert server.requests == [] and server.writes() == []
+
+
+# ---------------------------------------------------------------------------------------
+# every registered resource
+
+
+MINIMAL = {
+    ("v1", "secrets"): {"kind": "Secret", "type": "Opaque"},
+    ("v1", "configmaps"): {"kind": "ConfigMap"},
+    ("v1", "services"): {"kind": "Service", "spec": {"ports": [{"port": 80}]}},
+    ("v1", "events"): {"kind": "Event", "reason": "Test", "involvedObject": {"kind": "Glance"}},
+    ("apps/v1", "deployments"): deployment("x"),
+    ("policy/v1", "poddisruptionbudgets"): {
+        "kind": "PodDisruptionBudget",
+        "spec": {"maxUnavailable": 1},
+    },
+    ("autoscaling/v2", "horizontalpodautoscalers"): {
+        "kind": "HorizontalPodAutoscaler",
+        "spec": {"maxReplicas": 3},
+    },
+    ("networking.k8s.io/v1", "networkpolicies"): {
+        "kind": "NetworkPolicy",
+        "spec": {"podSelector": {}},
+    },
+    ("batch/v1", "jobs"): job("x"),
+    ("batch/v1", "cronjobs"): {
+        "kind": "CronJob",
+        "spec": {"schedule": "@daily", "jobTemplate": {"spec": job()["spec"]}},
+    },
+    ("events.k8s.io/v1", "events"): {"kind": "Event", "reason": "Test", "action": "Test"},
+    ("coordination.k8s.io/v1", "leases"): {"kind": "Lease", "spec": {"holderIdentity": "me"}},
+    ("gateway.networking.k8s.io/v1", "httproutes"): {
+        "kind": "HTTPRoute",
+        "spec": {"parentRefs": [{"name": "gw"}]},
+    },
+    ("glance.openstack.c5c3.io/v1alpha1", "glances"): glance("x"),
+}
+
+
+@pytest.mark.parametrize(("api_version", "plural"), sorted(MINIMAL))
+def test_every_namespaced_resource_round_trips(api, server, api_version, plural):
+    body = copy.deepcopy(MINIMAL[(api_version, plural)])
+    body["apiVersion"] = api_version
+    body["metadata"] = {"name": "x"}
+    base = f"/api/{api_version}" if api_version == "v1" else f"/apis/{api_version}"
+    status, created = api.post(f"{base}/namespaces/{NS}/{plural}", body)
+    assert status == 201, created
+    assert created["kind"] == body["kind"] and created["apiVersion"] == api_version
+    assert api.get(f"{base}/namespaces/{NS}/{plural}/x")[1] == created
+    assert server.store.get(api_version, body["kind"], NS, "x") == created
+    assert len(api.get(f"{base}/{plural}")[1]["items"]) == 1
+    assert api.delete(f"{base}/namespaces/{NS}/{plural}/x?propagationPolicy=Background")[0] == 200
+    assert api.get(f"{base}/namespaces/{NS}/{plural}/x")[0] == 404
+
+
+def test_core_and_events_api_events_are_distinct_kinds(api):
+    api.post(
+        f"/api/v1/namespaces/{NS}/events",
+        {"kind": "Event", "apiVersion": "v1", "metadata": {"name": "e"}},
+    )
+    assert api.get(f"/apis/events.k8s.io/v1/namespaces/{NS}/events/e")[0] == 404
+
+
+def test_namespaces_are_cluster_scoped_with_status(api):
+    status, ns = api.post(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+    )
+    assert status == 201 and ns["spec"] == {"finalizers": ["kubernetes"]}
+    assert ns["status"] == {"phase": "Active"}
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team"}
+    body = api.patch("/api/v1/namespaces/team/status", {"status": {"phase": "Terminating"}})[1]
+    assert body["status"] == {"phase": "Terminating"}
+    assert api.get("/api/v1/namespaces/team")[1]["status"] == {"phase": "Terminating"}
+
+
+# ---------------------------------------------------------------------------------------
+# validation and defaults
+
+
+IMMUTABLE_MESSAGE = (
+    'ConfigMap "a" is invalid: data: Forbidden: field is immutable when `immutable` is set'
+)
+
+
+def test_immutable_configmap_data_is_422(api):
+    body = configmap("a", x="1")
+    body["immutable"] = True
+    api.post(CM, body)
+    status, out = api.patch(f"{CM}/a", {"data": {"x": "2"}})
+    assert status == 422
+    assert out["reason"] == "Invalid"
+    assert out["message"] == IMMUTABLE_MESSAGE
+    assert out["details"]["kind"] == "ConfigMap"
+    assert out["details"]["causes"] == [
+        {
+            "reason": "FieldValueForbidden",
+            "message": "Forbidden: field is immutable when `immutable` is set",
+            "field": "data",
+        }
+    ]
+    status, out = api.apply(f"{CM}/a", configmap("a", x="3") | {"immutable": True}, force=True)
+    assert status == 422 and out["message"] == IMMUTABLE_MESSAGE
+    assert api.patch(f"{CM}/a", {"immutable": False})[0] == 422
+    status, out = api.patch(f"{CM}/a", {"metadata": {"labels": {"ok": "1"}}})
+    assert status == 200 and out["data"] == {"x": "1"}
+
+
+def test_immutable_secret_and_string_data(api):
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s"},
+        "stringData": {"pw": "hunter2"},
+        "immutable": True,
+    }
+    status, created = api.post(SECRETS, body)
+    assert status == 201
+    assert created["type"] == "Opaque"
+    assert created["data"] == {"pw": base64.b64encode(b"hunter2").decode()}
+    assert "stringData" not in created
+    status, out = api.patch(f"{SECRETS}/s", {"stringData": {"pw": "other"}})
+    assert status == 422
+    assert (
+        out["message"]
+        == 'Secret "s" is invalid: data: Forbidden: field is immutable when `immutable` is set'
+    )
+
+
+def test_string_data_merges_into_existing_data(api):
+    api.post(
+        SECRETS,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s"},
+            "data": {"a": base64.b64encode(b"1").decode()},
+        },
+    )
+    body = api.patch(f"{SECRETS}/s", {"stringData": {"b": "2"}})[1]
+    assert {k: base64.b64decode(v).decode() for k, v in body["data"].items()} == {
+        "a": "1",
+        "b": "2",
+    }
+
+
+def test_deployment_defaults(api):
+    body = api.post(DEPLOY, deployment())[1]
+    spec = body["spec"]
+    assert spec["replicas"] == 1
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+    }
+    container = spec["template"]["spec"]["containers"][0]
+    assert container["ports"][0]["protocol"] == "TCP"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    recreate = api.post(DEPLOY, deployment("r", strategy={"type": "Recreate"}, replicas=0))[1][
+        "spec"
+    ]
+    assert recreate["strategy"] == {"type": "Recreate"} and recreate["replicas"] == 0
+
+
+def test_deployment_selector_is_immutable(api):
+    api.apply(f"{DEPLOY}/api", deployment())
+    changed = deployment()
+    changed["spec"]["selector"] = {"matchLabels": {"app": "api", "v": "2"}}
+    changed["spec"]["template"]["metadata"]["labels"]["v"] = "2"
+    status, out = api.apply(f"{DEPLOY}/api", changed)
+    assert status == 422
+    assert out["message"].startswith(
+        'Deployment.apps "api" is invalid: spec.selector: Invalid value: '
+    )
+    assert out["message"].endswith(": field is immutable")
+    assert out["details"]["causes"][0]["field"] == "spec.selector"
+    assert api.get(f"{DEPLOY}/api")[1]["spec"]["selector"] == {"matchLabels": {"app": "api"}}
+
+
+def test_deployment_selector_must_match_the_template(api):
+    body = deployment()
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    status, out = api.post(DEPLOY, body)
+    assert status == 422
+    assert out["details"]["causes"][0]["field"] == "spec.template.metadata.labels"
+
+
+def test_job_gets_a_selector_and_its_template_is_immutable(api):
+    status, created = api.apply(f"{JOBS}/db-sync", job())
+    assert status == 201
+    uid = created["metadata"]["uid"]
+    assert created["spec"]["selector"] == {
+        "matchLabels": {"batch.kubernetes.io/controller-uid": uid}
+    }
+    labels = created["spec"]["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == "db-sync" and labels["controller-uid"] == uid
+    assert created["spec"]["backoffLimit"] == 6
+    rv = created["metadata"]["resourceVersion"]
+    assert api.apply(f"{JOBS}/db-sync", job())[1]["metadata"]["resourceVersion"] == rv
+    status, out = api.apply(f"{JOBS}/db-sync", job(command="other"))
+    assert status == 422
+    assert out["message"].startswith(
+        'Job.batch "db-sync" is invalid: spec.template: Invalid value: '
+    )
+    status, out = api.patch(f"{JOBS}/db-sync", {"spec": {"selector": {"matchLabels": {"a": "b"}}}})
+    assert status == 422 and out["details"]["causes"][0]["field"] == "spec.selector"
+
+
+def test_job_restart_policy_always_is_422(api):
+    body = job()
+    del body["spec"]["template"]["spec"]["restartPolicy"]
+    status, out = api.post(JOBS, body)
+    assert status == 422
+    assert out["details"]["causes"][0]["field"] == "spec.template.spec.restartPolicy"
+    assert out["details"]["causes"][0]["reason"] == "FieldValueNotSupported"
+
+
+def test_service_cluster_ip_is_allocated_kept_and_immutable(api):
+    first = api.post(SVC, service("glance"))[1]
+    second = api.post(SVC, service("other"))[1]
+    ip = first["spec"]["clusterIP"]
+    assert ip.startswith("10.96.") and ip != second["spec"]["clusterIP"]
+    assert first["spec"]["clusterIPs"] == [ip]
+    assert first["spec"]["type"] == "ClusterIP"
+    assert first["spec"]["ports"][0] == {
+        "name": "api",
+        "port": 9292,
+        "protocol": "TCP",
+        "targetPort": 9292,
+    }
+    status, kept = api.put(f"{SVC}/glance", service("glance") | {"metadata": {"name": "glance"}})
+    assert status == 200 and kept["spec"]["clusterIP"] == ip
+    changed = copy.deepcopy(kept)
+    changed["spec"]["clusterIP"] = "10.96.9.9"
+    changed["spec"]["clusterIPs"] = ["10.96.9.9"]
+    status, out = api.put(f"{SVC}/glance", changed)
+    assert status == 422
+    assert out["details"]["causes"][0]["field"] == "spec.clusterIPs[0]"
+    assert "may not change once set" in out["message"]
+    external = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "ext"},
+        "spec": {"type": "ExternalName", "externalName": "example.com"},
+    }
+    assert "clusterIP" not in api.post(SVC, external)[1]["spec"]
+
+
+def test_service_apply_without_cluster_ip_is_a_noop_the_second_time(api, server):
+    first = api.apply(f"{SVC}/glance", service())[1]
+    assert (
+        api.apply(f"{SVC}/glance", service())[1]["metadata"]["resourceVersion"]
+        == first["metadata"]["resourceVersion"]
+    )
+
+
+def test_two_controller_references_are_422(api):
+    a = api.post(GLANCES, glance("a"))[1]
+    b = api.post(GLANCES, glance("b"))[1]
+    body = configmap("c")
+    body["metadata"]["ownerReferences"] = [owner(a), owner(b)]
+    status, out = api.post(CM, body)
+    assert status == 422
+    assert out["details"]["causes"][0]["field"] == "metadata.ownerReferences"
+    assert "Only one reference can have Controller set to true" in out["message"]
+    body["metadata"]["ownerReferences"] = [owner(a), owner(b, controller=False)]
+    assert api.post(CM, body)[0] == 201
+
+
+def test_other_defaults(api):
+    np = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "n"},
+        "spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]},
+    }
+    body = api.post(f"/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies", np)[1]
+    assert body["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert body["spec"]["egress"][0]["ports"][0]["protocol"] == "TCP"
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h"},
+        "spec": {"maxReplicas": 3},
+    }
+    assert (
+        api.post(f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers", hpa)[1]["spec"][
+            "minReplicas"
+        ]
+        == 1
+    )
+    route = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "r"},
+        "spec": {
+            "parentRefs": [{"name": "gw"}],
+            "rules": [{"backendRefs": [{"name": "glance", "port": 9292}]}],
+        },
+    }
+    spec = api.post(f"/apis/gateway.networking.k8s.io/v1/namespaces/{NS}/httproutes", route)[1][
+        "spec"
+    ]
+    assert spec["parentRefs"][0] == {
+        "name": "gw",
+        "group": "gateway.networking.k8s.io",
+        "kind": "Gateway",
+    }
+    assert spec["rules"][0]["backendRefs"][0] == {
+        "name": "glance",
+        "port": 9292,
+        "group": "",
+        "kind": "Service",
+        "weight": 1,
+    }
+
+
+@pytest.mark.parametrize("name", ["Upper", "under_score", "-lead", "a" * 254])
+def test_invalid_names_are_422(api, name):
+    status, out = api.post(CM, configmap(name))
+    assert status == 422 and out["details"]["causes"][0]["field"] == "metadata.name"
+
+
+def test_service_names_are_dns_labels(api):
+    assert api.post(SVC, service("1glance"))[0] == 422
+    assert api.post(CM, configmap("1glance"))[0] == 201
+
+
+# ---------------------------------------------------------------------------------------
+# service proxy
+
+
+class _Backend(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        status = 500 if self.path.startswith("/fail") else 200
+        body = json.dumps({"path": self.path}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def backend():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Backend)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()
+
+
+PROXY = f"/api/v1/namespaces/{NS}/services"
+
+
+def test_proxy_forwards_to_the_registered_backend(api, server, backend):
+    api.post(SVC, service())
+    server.set_service_backend(NS, "glance", 9292, backend)
+    status, body = api.get(f"{PROXY}/glance:9292/proxy/healthcheck?x=1")
+    assert status == 200 and body == {"path": "/healthcheck?x=1"}
+    assert api.get(f"{PROXY}/http:glance:9292/proxy/v2/images")[1] == {"path": "/v2/images"}
+    assert api.get(f"{PROXY}/glance:api/proxy/")[1] == {"path": "/"}
+    status, body = api.get(f"{PROXY}/glance:9292/proxy/fail")
+    assert status == 500 and body == {"path": "/fail"}
+
+
+def test_proxy_without_endpoints_is_503(api, server, backend):
+    api.post(SVC, service())
+    status, body = api.get(f"{PROXY}/glance:9292/proxy/healthcheck")
+    assert status == 503
+    assert body["kind"] == "Status" and body["reason"] == "ServiceUnavailable"
+    assert body["message"] == 'no endpoints available for service "glance"'
+    server.set_service_backend(NS, "glance", 9292, backend)
+    assert api.get(f"{PROXY}/glance:9292/proxy/healthcheck")[0] == 200
+    server.set_service_backend(NS, "glance", 9292, None)
+    assert api.get(f"{PROXY}/glance:9292/proxy/healthcheck")[0] == 503
+
+
+def test_proxy_to_a_missing_service_is_404(api, server, backend):
+    server.set_service_backend(NS, "glance", 9292, backend)
+    status, body = api.get(f"{PROXY}/glance:9292/proxy/healthcheck")
+    assert status == 404
+    assert body["message"] == 'services "glance" not found'
+
+
+def test_proxy_needs_the_token(api, server, backend):
+    api.post(SVC, service())
+    server.set_service_backend(NS, "glance", 9292, backend)
+    assert api.call("GET", f"{PROXY}/glance:9292/proxy/", token=None)[0] == 401
+
+
+# ---------------------------------------------------------------------------------------
+# watch
+
+
+def test_watch_replays_from_a_resource_version(api):
+    created = api.post(CM, configmap("a", {"app": "x"}, v="1"))[1]
+    api.patch(f"{CM}/a", {"data": {"v": "2"}})
+    api.post("/api/v1/namespaces/other/configmaps", configmap("elsewhere"))
+    api.delete(f"{CM}/a")
+    rv = created["metadata"]["resourceVersion"]
+    events = api.watch_lines(f"{CM}?watch=1&resourceVersion={rv}&timeoutSeconds=1", 10)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("MODIFIED", "a"),
+        ("DELETED", "a"),
+    ]
+    assert events[0]["object"]["data"] == {"v": "2"}
+    assert events[0]["object"]["kind"] == "ConfigMap"
+    assert int(events[1]["object"]["metadata"]["resourceVersion"]) == 4
+    everywhere = api.watch_lines(
+        f"/api/v1/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=1", 10
+    )
+    assert [e["type"] for e in everywhere] == ["MODIFIED", "ADDED", "DELETED"]
+
+
+def test_watch_from_now_lists_then_streams(api):
+    api.post(CM, configmap("a"))
+    got: list = []
+    reader = threading.Thread(
+        target=lambda: got.extend(api.watch_lines(f"{CM}?watch=1&timeoutSeconds=5", 3))
+    )
+    reader.start()
+    time.sleep(0.3)
+    api.post(CM, configmap("b"))
+    api.patch(f"{CM}/b", {"data": {"x": "1"}})
+    reader.join(timeout=5)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in got] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("MODIFIED", "b"),
+    ]
+
+
+def test_watch_with_a_selector_sees_objects_leave_and_enter(api):
+    start = api.post(CM, configmap("a", {"app": "x"}))[1]["metadata"]["resourceVersion"]
+    api.patch(f"{CM}/a", {"metadata": {"labels": {"app": "y"}}})
+    api.patch(f"{CM}/a", {"metadata": {"labels": {"app": "x"}}})
+    api.patch(f"{CM}/a", {"data": {"k": "v"}})
+    events = api.watch_lines(
+        f"{CM}?watch=1&labelSelector=app%3Dx&resourceVersion={start}&timeoutSeconds=1", 10
+    )
+    assert [e["type"] for e in events] == ["DELETED", "ADDED", "MODIFIED"]
+
+
+def test_watch_too_old_resource_version_is_410(tmp_path):
+    with FakeAPIServer(tmp_path / "s", history_size=3) as server:
+        api = Api(server)
+        for i in range(6):
+            api.post(CM, configmap(f"c{i}"))
+        events = api.watch_lines(f"{CM}?watch=1&resourceVersion=1", 5)
+        assert len(events) == 1
+        assert events[0]["type"] == "ERROR"
+        status = events[0]["object"]
+        assert (
+            status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
+        )
+        assert status["message"].startswith("too old resource version: 1")
+        recent = api.watch_lines(f"{CM}?watch=1&resourceVersion=4&timeoutSeconds=1", 5)
+        assert [e["object"]["metadata"]["name"] for e in recent] == ["c4", "c5"]
+
+
+def test_watch_bookmarks_carry_the_latest_resource_version(tmp_path):
+    with FakeAPIServer(tmp_path / "s", bookmark_interval=0.2) as server:
+        api = Api(server)
+        api.post(CM, configmap("a"))
+        api.post(SECRETS, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})
+        events = api.watch_lines(
+            f"{CM}?watch=1&resourceVersion=2&allowWatchBookmarks=true&timeoutSeconds=1", 2
+        )
+        assert events[0]["type"] == "BOOKMARK"
+        assert events[0]["object"]["metadata"] == {"resourceVersion": "2"}
+        assert events[0]["object"]["kind"] == "ConfigMap"
+        plain = api.watch_lines(f"{CM}?watch=1&resourceVersion=2&timeoutSeconds=1", 2)
+        assert plain == []
+
+
+def test_watch_ends_at_its_timeout(api):
+    began = time.monotonic()
+    assert api.watch_lines(f"{CM}?watch=1&timeoutSeconds=1", 1) == []
+    assert 0.9 <= time.monotonic() - began < 4
+
+
+# ---------------------------------------------------------------------------------------
+# the operator's own flows
+
+
+def test_replicas_handover_to_an_hpa_manager(api):
+    """The apply_plan hand-over: a second manager keeps spec.replicas while ours lets go."""
+    api.apply(f"{DEPLOY}/api", deployment(replicas=3))
+    server_side = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "api"},
+        "spec": {"replicas": 3},
+    }
+    status, _ = api.apply(f"{DEPLOY}/api", server_side, manager="handover")
+    assert status == 200
+    body = api.apply(f"{DEPLOY}/api", deployment())[1]
+    assert body["spec"]["replicas"] == 3
+    assert "f:replicas" not in manager_entry(body, "op")["fieldsV1"]["f:spec"]
+    # an autoscaler scaling through an update takes the field; our applies leave it be
+    body = api.patch(f"{DEPLOY}/api?fieldManager=hpa-controller", {"spec": {"replicas": 5}})[1]
+    assert api.apply(f"{DEPLOY}/api", deployment())[1]["spec"]["replicas"] == 5
+
+
+def test_glance_status_apply_keys_conditions_by_type(api, server):
+    api.post(GLANCES, glance())
+    status_doc = {
+        "apiVersion": "glance.openstack.c5c3.io/v1alpha1",
+        "kind": "Glance",
+        "metadata": {"name": "glance"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "Progressing",
+                    "message": "",
+                    "lastTransitionTime": "2026-03-01T00:00:00Z",
+                }
+            ]
+        },
+    }
+    status, body = api.apply(f"{GLANCES}/glance/status", status_doc, manager="op", force=True)
+    assert status == 200, body
+    entry = manager_entry(body, "op", sub="status")
+    assert 'k:{"type":"Ready"}' in entry["fieldsV1"]["f:status"]["f:conditions"]
+    assert body["metadata"]["generation"] == 1
+    rv = server.resource_version
+    assert api.apply(f"{GLANCES}/glance/status", status_doc, force=True)[0] == 200
+    assert server.resource_version == rv
+    missing = copy.deepcopy(status_doc) | {"metadata": {"name": "nope"}}
+    assert api.apply(f"{GLANCES}/nope/status", missing)[0] == 404
