@@ -3,9 +3,10 @@
 One stack per session (``conftest.py``, ``stack.py``): the Glance API is the rendered
 Deployment's uWSGI command with the rendered configuration, behind a real Keystone, on a
 MariaDB schema the rendered db-sync Job created, storing into moto's S3 server. Images
-stay small (moto keeps objects in memory), except for one 512 MiB transfer whose data is
-generated on the fly and whose throughput is printed, never asserted.
-
+stay small (moto keeps objects in memory), except for two 512 MiB transfers, one through
+python-glanceclient (chunked, data generated on the fly) and one through the ``openstack``
+CLI (Content-Length, from a file), whose throughput is printed, never asserted. Each is
+deleted before the next test.
 """
 
 from __future__ import annotations
@@ -452,6 +453,78 @@ def test_512_mib_up_and_down_through_glanceclient_and_s3_multipart(stack, capsys
             f"upload {mib / result['upload_s']:.1f} MiB/s ({result['upload_s']:.1f}s), "
             f"download {mib / result['download_s']:.1f} MiB/s ({result['download_s']:.1f}s)"
         )
+
+
+def _large_file(path: Path, size: int, seed: int) -> dict[str, str]:
+    """``size`` bytes of ``random.Random(seed)`` written in 1 MiB blocks; their hashes."""
+    rng, md5, sha512 = random.Random(seed), hashlib.md5(), hashlib.sha512()
+    with path.open("wb") as out:
+        for offset in range(0, size, MIB):
+            block = rng.randbytes(min(MIB, size - offset))
+            md5.update(block)
+            sha512.update(block)
+            out.write(block)
+    return {"md5": md5.hexdigest(), "sha512": sha512.hexdigest()}
+
+
+def _sha512_of(path: Path) -> str:
+    digest = hashlib.sha512()
+    with path.open("rb") as source:
+        while block := source.read(MIB):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def test_512_mib_up_and_down_through_the_openstack_cli_and_s3_multipart(stack, tmp_path, say):
+    """openstacksdk uploads with Content-Length; the CLI's wall time, start-up included."""
+    source, target = tmp_path / "512mib.raw", tmp_path / "512mib.out"
+    expected = _large_file(source, LARGE_SIZE, seed=513)
+    image_id = None
+    try:
+        started = time.monotonic()
+        image_id = _json(
+            stack.cli(
+                "openstack",
+                "image",
+                "create",
+                "--disk-format",
+                "raw",
+                "--container-format",
+                "bare",
+                "--file",
+                str(source),
+                "-f",
+                "json",
+                "e2e-512mib-osc",
+                timeout=1800,
+            )
+        )["id"]
+        upload_s = time.monotonic() - started
+        source.unlink()
+        shown = glance_image(stack, image_id)
+        assert shown["status"] == "active"
+        assert shown["size"] == LARGE_SIZE
+        assert_hashes(shown, expected)
+        stored = s3_object(stack, image_id)["object"]
+        assert stored["size"] == LARGE_SIZE
+        assert "-" in stored["etag"], f"not a multipart upload: {stored['etag']}"
+
+        started = time.monotonic()
+        _ok(stack.cli("openstack", "image", "save", "--file", str(target), image_id, timeout=1800))
+        download_s = time.monotonic() - started
+        assert target.stat().st_size == LARGE_SIZE
+        assert _sha512_of(target) == expected["sha512"]
+    finally:
+        source.unlink(missing_ok=True)
+        target.unlink(missing_ok=True)
+        if image_id is not None:
+            _ok(stack.cli("openstack", "image", "delete", image_id))
+    mib = LARGE_SIZE / MIB
+    say(
+        f"\n[e2e] 512 MiB via the openstack CLI -> uWSGI -> Glance -> S3 (moto): "
+        f"upload {mib / upload_s:.1f} MiB/s ({upload_s:.1f}s), "
+        f"download {mib / download_s:.1f} MiB/s ({download_s:.1f}s)"
+    )
 
 
 # ---------------------------------------------------------------------------------------
