@@ -2333,10 +2333,13 @@ class FakeAPIServer:
 
     @staticmethod
     def _decode(body: bytes, content_type: str) -> Any:
+        text = body.decode() or "null"
         try:
             if content_type in ("application/yaml", APPLY_PATCH):
-                return yaml.safe_load(body.decode() or "null")
-            return json.loads(body.decode() or "null")
+                with contextlib.suppress(ValueError):
+                    return json.loads(text)  # JSON first: PyYAML reads YAML 1.1, not all JSON
+                return yaml.safe_load(text)
+            return json.loads(text)
         except (ValueError, yaml.YAMLError) as err:
             raise bad_request(f"the body of the request could not be decoded: {err}") from err
 

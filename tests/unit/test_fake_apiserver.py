@@ -21,8 +21,11 @@ from typing import Any
 
 import pytest
 import yaml
-from support.builders import GLANCE
+from support.builders import BACKEND, GLANCE
+from support.cluster import desired_manifests
 from support.fake_apiserver import FakeAPIServer, Request
+
+from ansible_collections.c5c3.glance.plugins.module_utils import apply_plan
 
 NS = "openstack"
 APPLY = "application/apply-patch+yaml"
@@ -1614,3 +1617,33 @@ def test_glance_status_apply_keys_conditions_by_type(api, server):
     assert server.resource_version == rv
     missing = copy.deepcopy(status_doc) | {"metadata": {"name": "nope"}}
     assert api.apply(f"{GLANCES}/nope/status", missing)[0] == 404
+
+
+def test_the_operators_manifests_apply_and_a_second_pass_is_a_noop(api, server):
+    """What the roles render is accepted as a cluster accepts it, defaults and all."""
+    body = glance()
+    assert api.post(GLANCES, body)[0] == 201
+    objects = [
+        o
+        for o in desired_manifests(
+            body | {"metadata": {"name": "glance", "namespace": NS}}, [BACKEND]
+        ).values()
+        if o
+    ]
+    assert {o["kind"] for o in objects} >= {"ConfigMap", "Secret", "Deployment", "Service", "Job"}
+
+    def path(obj: dict) -> str:
+        version = obj["apiVersion"]
+        base = "/api/v1" if version == "v1" else f"/apis/{version}"
+        plural = server.resource_for(version, obj["kind"]).plural
+        return f"{base}/namespaces/{NS}/{plural}/{obj['metadata']['name']}"
+
+    for obj in objects:
+        status, out = api.apply(path(obj), obj, manager=apply_plan.FIELD_MANAGER, force=True)
+        assert status == 201, out
+    rv = server.resource_version
+    for obj in objects:
+        assert api.apply(path(obj), obj, manager=apply_plan.FIELD_MANAGER, force=True)[0] == 200
+        live = server.store.get(obj["apiVersion"], obj["kind"], NS, obj["metadata"]["name"])
+        assert apply_plan.is_noop(live, obj), obj["kind"]
+    assert server.resource_version == rv
