@@ -63,7 +63,9 @@ Implemented, after the real server:
   before and no longer applies unless another manager owns it, shares fields applied
   with the same value, and fails with 409 (``FieldManagerConflict`` causes) when it
   would change another manager's field, unless ``force`` takes the field over. Updates
-  take the fields they change from other managers. A write that changes nothing (a
+  take the fields they change from other managers; their entries list leaf fields only
+  (the real server also marks some maps and lists with ``.``, following Go types). The
+  manager of a write without ``fieldManager`` is the User-Agent's product name. A write that changes nothing (a
   no-op apply) writes nothing: no resourceVersion bump, no event.
 * ``metadata.generation`` starts at 1 and increments when anything outside metadata and
   status changes, and when a deletion is pending on finalizers.
@@ -91,7 +93,8 @@ Implemented, after the real server:
 
 Not implemented (the real server differs): any other resource, aggregated discovery,
 OpenAPI documents, protobuf and table output; authorization (any valid token may do
-anything) and admission webhooks; Namespace lifecycle (objects may be created in a
+anything) and admission webhooks (so test objects must carry what the operator's
+defaulting webhook would add, e.g. a Glance's ``spec.cache.backend``); Namespace lifecycle (objects may be created in a
 Namespace that does not exist, and deleting a Namespace deletes nothing in it);
 ``limit``/``continue`` paging and ``resourceVersion``/``resourceVersionMatch`` on LIST
 (always the latest state, in one page); ``sendInitialEvents`` watches and the legacy
