@@ -93,7 +93,7 @@ def _s3(backend: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return _spec(backend).get("s3")
 
 
-def _credentials_secret(backend: Mapping[str, Any]) -> str:
+def credentials_secret(backend: Mapping[str, Any]) -> str:
     return str(((_s3(backend) or {}).get("credentialsSecretRef") or {}).get("name", ""))
 
 
@@ -127,7 +127,7 @@ def backend_credentials(
             WAITING_FOR_CREDENTIALS,
             "spec.s3 is not set; no S3 credentials to resolve",
         )
-    secret = _credentials_secret(backend)
+    secret = credentials_secret(backend)
     message = credential_gate_message(
         "S3 credentials", namespace, secret, secrets.get(secret), S3_KEYS
     )
@@ -153,7 +153,7 @@ def store_options(backend: Mapping[str, Any], secrets: Secrets) -> dict[str, str
     if s3 is None:
         raise BackendFault(f"backend {name} has type {_spec(backend).get('type')} but no s3 block")
     namespace = _namespace(backend)
-    secret = _credentials_secret(backend)
+    secret = credentials_secret(backend)
     data = secrets.get(secret)
     if data is None:
         raise BackendFault(f"S3 credentials Secret {namespace}/{secret} not found")

@@ -176,6 +176,30 @@ class KubeApiServer:
         self._wait_ready(timeout)
         return self.client
 
+    def write_kubeconfig(self, path: Path, namespace: str | None = None) -> Path:
+        """A kubeconfig for the admin token, as clients outside the tests would use one.
+
+        The serving certificate is the throwaway one kube-apiserver generates in its
+        cert dir, so the kubeconfig skips verification (loopback only)."""
+        context: dict[str, Any] = {"cluster": "envtest", "user": "admin"}
+        if namespace:
+            context["namespace"] = namespace
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "envtest",
+                    "cluster": {"server": self.client.base_url, "insecure-skip-tls-verify": True},
+                }
+            ],
+            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "envtest", "context": context}],
+            "current-context": "envtest",
+        }
+        path.write_text(json.dumps(doc))
+        return path
+
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))

@@ -74,7 +74,10 @@ def test_the_tarball_holds_the_crds_and_catalogs_and_no_local_state(installed):
 def test_ansible_doc_lists_and_documents_the_filters(installed):
     _, env, tmp = installed
     listing = run(str(BIN / "ansible-doc"), "-t", "filter", "-l", "c5c3.glance", cwd=tmp, env=env)
-    assert "c5c3.glance.judge_input" in listing.stdout
+    for name in ("judge_input", "render_plan", "glance_plan", "glance_pass", "glancebackend_pass"):
+        assert f"c5c3.glance.{name}" in listing.stdout, name
+    doc = run(str(BIN / "ansible-doc"), "-t", "filter", "c5c3.glance.glance_pass", cwd=tmp, env=env)
+    assert "the objects the object roles rendered" in " ".join(doc.stdout.split())
     doc = run(str(BIN / "ansible-doc"), "-t", "filter", "c5c3.glance.judge_input", cwd=tmp, env=env)
     assert "Judges each custom resource on create against the CRD schemas" in " ".join(
         doc.stdout.split()
@@ -84,7 +87,8 @@ def test_ansible_doc_lists_and_documents_the_filters(installed):
 def test_ansible_doc_lists_and_documents_the_modules(installed):
     _, env, tmp = installed
     listing = run(str(BIN / "ansible-doc"), "-t", "module", "-l", "c5c3.glance", cwd=tmp, env=env)
-    assert "c5c3.glance.render_output" in listing.stdout
+    for name in ("render_output", "gather", "apply", "report"):
+        assert f"c5c3.glance.{name} " in listing.stdout, name
     doc = run(
         str(BIN / "ansible-doc"), "-t", "module", "c5c3.glance.render_output", cwd=tmp, env=env
     )

@@ -1,0 +1,237 @@
+"""Reconcile scenarios: the playbooks against an API server, passes driven as a caller would.
+
+Each scenario creates the sample's objects, runs ``playbooks/glance.yml`` (and
+``glancebackend.yml``) through ansible-runner with a kubeconfig, plays the controllers that
+do not run between passes (``ApiEnv.settle``), and checks what the cluster holds: the
+conditions, the owned objects, what was written. The scenarios follow reference-spec §7.1
+(those needing no kubelet) and §7.3 (the controller tests).
+"""
+
+from __future__ import annotations
+
+import base64
+
+from support.api_env import sample_documents
+
+from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+    CONFIG_BASE_LABEL,
+)
+
+GATHER = "c5c3.glance.gather"
+APPLY = "c5c3.glance.apply"
+REPORT = "c5c3.glance.report"
+
+
+def volume_source(deployment: dict, volume: str) -> str:
+    for item in deployment["spec"]["template"]["spec"]["volumes"]:
+        if item["name"] == volume:
+            source = item.get("configMap") or item.get("secret") or {}
+            return source.get("name") or source.get("secretName")
+    raise KeyError(volume)
+
+
+def converge(api, passes: int = 8):
+    """Glance passes, settling the simulated controllers after each, until a pass writes
+    nothing and reports nothing; that pass is returned."""
+    for _ in range(passes):
+        run = api.glance_pass()
+        if run.module_processes == [GATHER]:
+            return run
+        api.settle()
+    raise AssertionError(
+        f"no steady state after {passes} passes: {[r.module_processes for r in api.runs]}"
+    )
+
+
+def status_of(api, type_: str) -> tuple[str, str]:
+    cond = api.condition("Glance", "glance", type_)
+    return cond.get("status"), cond.get("reason")
+
+
+def test_the_minimal_sample_converges_pass_by_pass(api):
+    api.create_all(sample_documents())
+    first = api.glance_pass()
+    assert first.requeue_after == 0  # the finalizer was added; look again at once
+    assert api.get("Glance", "glance")["metadata"]["finalizers"] == [
+        "glance.openstack.c5c3.io/finalizer"
+    ]
+    assert first.module_processes == [GATHER, APPLY]
+
+    second = api.glance_pass()
+    assert second.module_processes == [GATHER, APPLY, REPORT]
+    assert status_of(api, "SecretsReady") == ("True", "SecretsAvailable")
+    assert status_of(api, "BackendsReady") == ("True", "AllBackendsProjected")
+    assert status_of(api, "DatabaseReady") == ("False", "DBSyncInProgress")
+    assert second.requeue_after == 30
+    assert api.get("Job", "glance-db-sync") is not None
+    assert api.get("Deployment", "glance") is None  # not before the schema is synced
+    [config] = api.list("ConfigMap", selector=f"{CONFIG_BASE_LABEL}=glance-config")
+    assert config["immutable"] is True
+
+    api.settle()  # db-sync completes
+    third = api.glance_pass()
+    assert status_of(api, "DatabaseReady") == ("True", "DatabaseSynced")
+    assert api.get("Glance", "glance")["status"]["installedRelease"] == "2026.2"
+    assert status_of(api, "DeploymentReady") == ("False", "WaitingForDeployment")
+    assert third.requeue_after == 10
+    deployment = api.get("Deployment", "glance")
+    assert volume_source(deployment, "config") == config["metadata"]["name"]
+
+    api.settle()  # the Deployment becomes ready
+    api.glance_pass()
+    glance = api.get("Glance", "glance")
+    assert glance["status"]["endpoint"] == (
+        f"http://glance.{api.namespace}.svc.cluster.local:9292/"
+    )
+    assert status_of(api, "DeploymentReady") == ("True", "DeploymentReady")
+    if api.reaches_pods:
+        assert status_of(api, "GlanceAPIReady") == ("True", "APIHealthy")
+        assert status_of(api, "Ready")[0] == "True"
+        assert api.health.hits >= 1
+    else:
+        assert status_of(api, "GlanceAPIReady") == ("False", "ConnectionFailed")
+    assert glance["status"]["observedGeneration"] == glance["metadata"]["generation"]
+
+
+def test_a_pass_over_an_unchanged_cluster_writes_nothing(api):
+    api.create_all(sample_documents())
+    converge(api)
+    before = api.resource_versions()
+    if api.double is not None:
+        api.double.reset_requests()
+    run = api.glance_pass()
+    assert run.module_processes == [GATHER]
+    assert api.resource_versions() == before
+    if api.double is not None:
+        assert api.double.writes() == []
+    backend = api.backend_pass("s3-default", glancebackend_wake_parent=False)
+    assert backend.module_processes in ([GATHER], [GATHER, REPORT])
+    again = api.backend_pass("s3-default", glancebackend_wake_parent=False)
+    assert again.module_processes == [GATHER]
+    assert api.condition("GlanceBackend", "s3-default", "ConfigProjected")["status"] == "True"
+
+
+def test_no_default_backend_parks_and_keeps_the_last_good_config(api):
+    api.create_all(sample_documents())
+    converge(api)
+    deployment = api.get("Deployment", "glance")
+    copies = {c["metadata"]["name"] for c in api.list("ConfigMap")}
+    api.merge_patch("GlanceBackend", "s3-default", {"spec": {"isDefault": False}})
+    run = api.glance_pass()
+    assert status_of(api, "BackendsReady") == ("False", "NoDefaultBackend")
+    assert {c["metadata"]["name"] for c in api.list("ConfigMap")} == copies
+    after = api.get("Deployment", "glance")
+    assert after["spec"]["template"] == deployment["spec"]["template"]  # nothing rolls
+    assert run.requeue_after is None or run.requeue_after >= 10
+
+
+def test_a_credential_rotation_rolls_the_pods_through_a_new_backends_secret(api):
+    api.create_all(sample_documents())
+    converge(api)
+    old = volume_source(api.get("Deployment", "glance"), "backends")
+    new_key = base64.b64encode(b"rotated-secret-key").decode()
+    api.merge_patch("Secret", "glance-s3", {"data": {"secret-access-key": new_key}})
+    converge(api)
+    new = volume_source(api.get("Deployment", "glance"), "backends")
+    assert new != old
+    assert new.startswith("glance-backends-")
+    assert api.get("Secret", new)["immutable"] is True
+    assert api.get("Secret", old) is not None  # kept for a rollback (pruned later, to 3)
+
+
+def test_old_content_addressed_copies_are_pruned_to_three(api):
+    api.create_all(sample_documents())
+    converge(api)
+    made = [volume_source(api.get("Deployment", "glance"), "config")]
+    for level in ("DEBUG", "WARNING", "ERROR", "CRITICAL"):
+        api.merge_patch("Glance", "glance", {"spec": {"logging": {"level": level}}})
+        converge(api)
+        made.append(volume_source(api.get("Deployment", "glance"), "config"))
+    names = {
+        c["metadata"]["name"]
+        for c in api.list("ConfigMap", selector=f"{CONFIG_BASE_LABEL}=glance-config")
+    }
+    current = made[-1]
+    assert len(set(made)) == len(made), made  # every change made a new copy
+    assert current in names
+    assert names == set(made[1:]), names  # the current copy and the three newest before it
+
+
+FULL_BLOCKS = {
+    "autoscaling": {"minReplicas": 2, "maxReplicas": 4, "targetCPUUtilization": 70},
+    "networkPolicy": {"ingress": [{"namespaceSelector": {"matchLabels": {"team": "edge"}}}]},
+    "gateway": {"hostname": "glance.example.com", "parentRef": {"name": "public"}},
+}
+
+
+def test_disabling_autoscaling_network_policy_and_gateway_deletes_their_objects(api):
+    docs = sample_documents()
+    docs[0]["spec"].update(FULL_BLOCKS)
+    api.create_all(docs)
+    converge(api)
+    assert api.get("HorizontalPodAutoscaler", "glance") is not None
+    assert api.get("NetworkPolicy", "glance") is not None
+    gateway_api = api.client.serves("gateway.networking.k8s.io/v1", "HTTPRoute")
+    if gateway_api:
+        assert api.get("HTTPRoute", "glance") is not None
+    api.merge_patch("Glance", "glance", {"spec": {k: None for k in FULL_BLOCKS}})
+    api.glance_pass()
+    assert api.get("HorizontalPodAutoscaler", "glance") is None
+    assert api.get("NetworkPolicy", "glance") is None
+    if gateway_api:
+        assert api.get("HTTPRoute", "glance") is None
+    assert status_of(api, "HPAReady") == ("True", "HPANotRequired")
+    assert status_of(api, "NetworkPolicyReady") == ("True", "NetworkPolicyNotRequired")
+    assert status_of(api, "HTTPRouteReady") == ("True", "HTTPRouteNotRequired")
+
+
+def test_a_backend_default_flip_from_the_backend_playbook_wakes_the_parent(api):
+    docs = sample_documents()
+    second = {
+        "apiVersion": "glance.openstack.c5c3.io/v1alpha1",
+        "kind": "GlanceBackend",
+        "metadata": {"name": "s3-second"},
+        "spec": {
+            "glanceRef": {"name": "glance"},
+            "type": "S3",
+            "isDefault": False,
+            "s3": {
+                "host": "http://rgw.storage.svc:8080",
+                "bucket": "glance-second",
+                "credentialsSecretRef": {"name": "glance-s3"},
+            },
+        },
+    }
+    api.create_all([*docs, second])
+    converge(api)
+    attach = api.backend_pass("s3-second", glancebackend_wake_parent=False)
+    assert attach.module_processes[-1] == REPORT
+    assert api.condition("GlanceBackend", "s3-second", "ConfigProjected")["status"] == "True"
+    before = volume_source(api.get("Deployment", "glance"), "config")
+
+    api.merge_patch("GlanceBackend", "s3-default", {"spec": {"isDefault": False}})
+    api.merge_patch("GlanceBackend", "s3-second", {"spec": {"isDefault": True}})
+    woke = api.backend_pass("s3-second")  # from a workstation: runs the parent's pass too
+    assert GATHER in woke.module_processes[1:]  # the parent's gather ran in the same run
+    copies = {
+        c["metadata"]["name"]: c
+        for c in api.list("ConfigMap", selector=f"{CONFIG_BASE_LABEL}=glance-config")
+    }
+    [new] = set(copies) - {before}
+    assert "default_backend = s3-second" in copies[new]["data"]["glance-api.conf"]
+    api.settle()  # the db-sync Job of the new configuration runs, then the pods roll
+    converge(api)
+    assert volume_source(api.get("Deployment", "glance"), "config") == new
+
+
+def test_deleting_the_glance_releases_the_finalizer(api):
+    api.create_all(sample_documents())
+    converge(api)
+    api.client.delete("glance.openstack.c5c3.io/v1alpha1", "Glance", "glance", api.namespace)
+    deleting = api.get("Glance", "glance")
+    assert deleting is not None and deleting["metadata"].get("deletionTimestamp")
+    run = api.glance_pass()
+    assert run.module_processes == [GATHER, APPLY]
+    assert api.get("Glance", "glance") is None
+    gone = api.glance_pass()  # a pass for a Glance that no longer exists does nothing
+    assert gone.module_processes == [GATHER]

@@ -1,0 +1,125 @@
+"""Run one of the collection's playbooks through ansible-runner, as the in-cluster runner does,
+and read back what a caller of a pass needs: the outcome, the requeue request, the failed
+tasks, and how many module processes the pass started."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+
+from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
+
+# Task actions that run inside the controller process (no module process is started).
+CONTROLLER_ACTIONS = frozenset(
+    {
+        "ansible.builtin.set_fact",
+        "ansible.builtin.assert",
+        "ansible.builtin.fail",
+        "ansible.builtin.debug",
+        "ansible.builtin.set_stats",
+        "ansible.builtin.include_role",
+        "ansible.builtin.meta",
+        "set_fact",
+        "assert",
+        "fail",
+        "debug",
+        "set_stats",
+        "include_role",
+        "meta",
+    }
+)
+
+
+@dataclass
+class PlaybookRun:
+    rc: int
+    status: str
+    stats: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stdout: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and self.status == "successful"
+
+    @property
+    def requeue_after(self) -> int | None:
+        value = (self.stats.get("artifact_data") or {}).get("requeue_after")
+        return None if value is None else int(value)
+
+    def _task_events(self, *names: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") in names]
+
+    @property
+    def module_processes(self) -> list[str]:
+        """The module tasks that ran (each one process), in order."""
+        return [
+            e["event_data"]["task_action"]
+            for e in self._task_events("runner_on_ok", "runner_on_failed")
+            if e["event_data"].get("task_action") not in CONTROLLER_ACTIONS
+        ]
+
+    @property
+    def failures(self) -> list[str]:
+        return [
+            f"{e['event_data'].get('task')}: {e['event_data'].get('res', {}).get('msg')}"
+            for e in self._task_events("runner_on_failed")
+            if not e["event_data"].get("ignore_errors")
+        ]
+
+    def result_of(self, action: str) -> dict[str, Any] | None:
+        """The result of the last task of ``action`` that ran (None when none ran)."""
+        found = None
+        for event in self._task_events("runner_on_ok", "runner_on_failed"):
+            if event["event_data"].get("task_action") == action:
+                found = event["event_data"].get("res")
+        return found
+
+
+def run_playbook(
+    playbook: str,
+    extravars: dict[str, Any],
+    kubeconfig: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> PlaybookRun:
+    """Run ``playbooks/<playbook>`` of the collection with ``extravars``; wait for it."""
+    root = Path(COLLECTION_ROOT)
+    envvars = {
+        "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        # ansible-runner starts ansible-playbook from PATH: the one next to this Python.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        **(env or {}),
+    }
+    if kubeconfig is not None:
+        envvars["KUBECONFIG"] = str(kubeconfig)
+        envvars["K8S_AUTH_KUBECONFIG"] = str(kubeconfig)
+    with tempfile.TemporaryDirectory(prefix="c5c3-run-") as private:
+        runner = ansible_runner.run(
+            private_data_dir=private,
+            project_dir=str(root),
+            playbook=str(root / "playbooks" / playbook),
+            extravars=extravars,
+            envvars=envvars,
+            quiet=True,
+            json_mode=False,
+            rotate_artifacts=1,
+        )
+        events = list(runner.events)
+        stdout = runner.stdout.read() if runner.stdout else ""
+        stats_event = next(
+            (e for e in reversed(events) if e.get("event") == "playbook_on_stats"), None
+        )
+        stats = dict((stats_event or {}).get("event_data") or {})
+        return PlaybookRun(
+            rc=runner.rc, status=runner.status, stats=stats, events=events, stdout=stdout
+        )
+
+
+__all__ = ["PlaybookRun", "run_playbook"]

@@ -1,0 +1,143 @@
+"""What a pass reads (pass_reads) and how the health probe's answers are classified (probe)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.builders import BACKEND, GLANCE, patched
+from support.cluster import glance_object, stored
+
+from ansible_collections.c5c3.glance.plugins.module_utils import glance_pass as gp
+from ansible_collections.c5c3.glance.plugins.module_utils import pass_reads as pr
+from ansible_collections.c5c3.glance.plugins.module_utils.probe import classify
+
+URL = "http://glance.openstack.svc.cluster.local:9292/healthcheck"
+
+
+def test_a_glance_pass_reads_its_secrets_the_policy_configmap_and_what_it_owns():
+    glance = glance_object(
+        patched(GLANCE, {"spec": {"policyOverrides": {"configMapRef": {"name": "policy"}}}})
+    )
+    other = patched(
+        BACKEND,
+        {
+            "metadata": {"name": "other"},
+            "spec": {
+                "glanceRef": {"name": "x"},
+                "s3": {"credentialsSecretRef": {"name": "not-ours"}},
+            },
+        },
+    )
+    reads = pr.glance_reads(glance, [stored(BACKEND, "b"), stored(other, "o")], gateway_api=True)
+    named = {(r.kind, r.name) for r in reads if not r.owned}
+    assert named == {
+        ("Secret", "glance-db"),
+        ("Secret", "glance-service-user"),
+        ("Secret", "glance-s3"),
+        ("ConfigMap", "policy"),
+    }
+    owned = {(r.kind, r.name, r.label_selector) for r in reads if r.owned}
+    assert ("Deployment", "glance", None) in owned
+    assert ("HTTPRoute", "glance", None) in owned
+    assert ("Secret", "glance-db-connection", None) in owned
+    assert ("CronJob", "glance-db-purge", None) in owned
+    assert ("ConfigMap", None, "cobaltcore.c5c3.io/config-base=glance-config") in owned
+    assert ("Secret", None, "cobaltcore.c5c3.io/config-base=glance-backends") in owned
+    assert (
+        "Job",
+        None,
+        "app.kubernetes.io/instance=glance,app.kubernetes.io/managed-by=glance-operator,app.kubernetes.io/name=glance",
+    ) in owned
+    assert all(r.namespace == "openstack" for r in reads)
+
+
+def test_without_the_gateway_api_no_route_is_read():
+    reads = pr.owned_reads("glance", "openstack", gateway_api=False)
+    assert "HTTPRoute" not in {r.kind for r in reads}
+
+
+def test_a_backend_pass_reads_its_parent_credentials_and_the_parent_deployment():
+    reads = pr.backend_reads(stored(BACKEND, "b"))
+    assert [(r.kind, r.name) for r in reads] == [
+        ("Glance", "glance"),
+        ("Secret", "glance-s3"),
+        ("Deployment", "glance"),
+    ]
+
+
+JSON = {"content-type": "application/json"}
+TEXT = {"content-type": "text/plain"}
+
+
+def status(message: str, code: int = 503) -> bytes:
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": message,
+            "code": code,
+        }
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("code", "headers", "body", "expected"),
+    [
+        (200, TEXT, b"OK", {"status_code": 200, "error_kind": None, "body": "OK"}),
+        (503, TEXT, b"DISABLED BY FILE", {"status_code": 503, "error_kind": None}),
+        (
+            503,
+            JSON,
+            status('no endpoints available for service "glance"'),
+            {"status_code": None, "error_kind": gp.HEALTH_REFUSED},
+        ),
+        (
+            503,
+            JSON,
+            status(
+                "error trying to reach service: dial tcp 10.0.0.5:9292: connect: connection refused"
+            ),
+            {"status_code": None, "error_kind": gp.HEALTH_REFUSED},
+        ),
+        (
+            503,
+            JSON,
+            status("error trying to reach service: dial tcp 10.0.0.5:9292: i/o timeout"),
+            {"status_code": None, "error_kind": gp.HEALTH_TIMEOUT},
+        ),
+        (
+            503,
+            JSON,
+            status("error trying to reach service: dial tcp: lookup x: no such host"),
+            {"status_code": None, "error_kind": gp.HEALTH_DNS},
+        ),
+        (
+            404,
+            JSON,
+            status('services "glance" not found', 404),
+            {"status_code": None, "error_kind": gp.HEALTH_DNS},
+        ),
+        (
+            502,
+            JSON,
+            status("something odd", 502),
+            {"status_code": None, "error_kind": gp.HEALTH_OTHER},
+        ),
+        # A JSON answer of Glance's own is Glance's, not the proxy's.
+        (500, JSON, b'{"error": "boom"}', {"status_code": 500, "error_kind": None}),
+    ],
+)
+def test_answers_through_the_service_proxy_are_classified(code, headers, body, expected):
+    got = classify(URL, code, headers, body)
+    assert got["url"] == URL
+    for key, value in expected.items():
+        assert got[key] == value, (key, got)
+
+
+def test_a_proxy_error_becomes_the_condition_the_pass_reports():
+    got = classify(URL, 503, JSON, status('no endpoints available for service "glance"'))
+    cond, requeue = gp.health_condition(gp.Health.from_data(got))
+    assert (cond["status"], cond["reason"], requeue) == ("False", "ConnectionFailed", 10)
+    assert 'no endpoints available for service "glance"' in cond["message"]
