@@ -287,7 +287,8 @@ def test_image_cache_hits_and_the_maintenance_sidecar_prunes_and_cleans(stack, t
 
         # The first download fills the cache; Glance has it, with no hit yet.
         assert download(url, member, first) == data[first]
-        _wait("the first image in the cache", lambda: (cache / first).is_file(), 30)
+        # (glance moves the file into the cache, then records it: wait for the record)
+        _wait("the first image in the cache", lambda: first in _cached(url, admin), 30)
         assert (cache / first).stat().st_size == CACHED_IMAGE_SIZE
         assert _cached(url, admin) == {first: 0}
         # The second download is served from the cache: Glance counts the hit.
@@ -295,7 +296,8 @@ def test_image_cache_hits_and_the_maintenance_sidecar_prunes_and_cleans(stack, t
         assert _cached(url, admin) == {first: 1}
         # Another image, accessed later: the cache is now over its limit.
         assert download(url, member, second) == data[second]
-        _wait("the second image in the cache", lambda: (cache / second).is_file(), 30)
+        _wait("the second image in the cache", lambda: second in _cached(url, admin), 30)
+        assert (cache / second).stat().st_size == CACHED_IMAGE_SIZE
         assert _cached(url, admin) == {first: 1, second: 0}
         assert _du_kib(cache) >= high_water_kib
 
