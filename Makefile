@@ -93,5 +93,6 @@ clean: ## Remove the environment, build output and caches
 	rm -rf $(VENV) .venv-glance .collections build out .pytest_cache .ruff_cache
 
 .PHONY: bench
-bench: venv ## Benchmarks: print render and pass timings and process counts
+bench: venv ## Benchmarks: print render and reconcile pass timings, process and write counts
 	$(BIN)/python tests/bench/bench_render.py
+	$(BIN)/python tests/bench/bench_reconcile.py

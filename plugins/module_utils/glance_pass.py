@@ -630,6 +630,14 @@ def _finish(p: _Pass, plan: Plan | None, now: datetime | str) -> PassResult:
     )
 
 
+def is_active(glance_obj: Mapping[str, Any]) -> bool:
+    """The pass goes beyond step 0: the Glance carries the finalizer and is not being
+    deleted. Otherwise the pass only adds or releases the finalizer, and needs nothing
+    but the Glance itself."""
+    meta = _meta(glance_obj)
+    return not meta.get("deletionTimestamp") and FINALIZER in (meta.get("finalizers") or [])
+
+
 def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.LiveObjects) -> Plan:
     """The compute half of a pass: ``build_plan`` on what the gather step read, with the
     last-good names the live Deployment mounts and the latched Service selector. The

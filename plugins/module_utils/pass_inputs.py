@@ -62,7 +62,7 @@ def glance_decision(
     (how many actions write) and ``object`` (the custom resource's reference)."""
     glance, inputs, live = glance_inputs(gathered)
     objects = None
-    if rendered is not None:
+    if rendered is not None and gp.is_active(glance):
         plan = gp.pass_plan(glance, inputs, live)
         objects = objects_by_key(plan.desired, plain(list(rendered)))
     result = gp.decide_pass(

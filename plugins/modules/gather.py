@@ -94,40 +94,46 @@ now:
   description: The time of the read (RFC 3339, UTC); the pass uses it as its clock.
   type: str
   returned: always
+active:
+  description:
+    - (Glance) The Glance carries the finalizer and is not being deleted. Otherwise the
+      pass only adds or releases the finalizer, and nothing else is read.
+  type: bool
+  returned: kind is Glance and found
 backends:
   description: (Glance) The GlanceBackends of the namespace.
   type: list
   elements: dict
-  returned: kind is Glance and found
+  returned: kind is Glance and active
 secrets:
   description: The Secrets the spec names that exist.
   type: list
   elements: dict
-  returned: found
+  returned: found (Glance - and active)
 configmaps:
   description: (Glance) The ConfigMaps the spec names that exist.
   type: list
   elements: dict
-  returned: kind is Glance and found
+  returned: kind is Glance and active
 owned:
   description: (Glance) The live objects the Glance owns, as one flat list.
   type: list
   elements: dict
-  returned: kind is Glance and found
+  returned: kind is Glance and active
 gateway_api:
   description: (Glance) The cluster serves gateway.networking.k8s.io/v1 HTTPRoute.
   type: bool
-  returned: kind is Glance and found
+  returned: kind is Glance and active
 health:
   description:
     - (Glance) The probe of the API - url, status_code (null for a transport error),
       error_kind (timeout, dns, refused, other or null), body, error. Null when not probed.
   type: dict
-  returned: kind is Glance and found
+  returned: kind is Glance and active
 operator_namespace:
   description: (Glance) C(POD_NAMESPACE), or null outside the operator's pod.
   type: str
-  returned: kind is Glance and found
+  returned: kind is Glance and active
 parent:
   description: (GlanceBackend) The parent Glance, or null.
   type: dict
@@ -152,6 +158,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
 from ansible_collections.c5c3.glance.plugins.module_utils import pass_reads as pr
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_pass import is_active
 from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (
     ApiError,
     KubeClient,
@@ -251,7 +258,11 @@ def main() -> None:
             obj.setdefault("apiVersion", pr.GROUP_VERSION)
             obj.setdefault("kind", p["kind"])
             if p["kind"] == "Glance":
-                result.update(gather_glance(client, obj, p["health_check"], p["health_timeout"]))
+                result["active"] = is_active(obj)
+                if result["active"]:
+                    result.update(
+                        gather_glance(client, obj, p["health_check"], p["health_timeout"])
+                    )
             else:
                 result.update(gather_backend(client, obj))
     except (KubeConfigError, ApiError, OSError) as exc:

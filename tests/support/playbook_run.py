@@ -24,6 +24,7 @@ CONTROLLER_ACTIONS = frozenset(
         "ansible.builtin.debug",
         "ansible.builtin.set_stats",
         "ansible.builtin.include_role",
+        "ansible.builtin.include_tasks",
         "ansible.builtin.meta",
         "set_fact",
         "assert",
@@ -31,6 +32,7 @@ CONTROLLER_ACTIONS = frozenset(
         "debug",
         "set_stats",
         "include_role",
+        "include_tasks",
         "meta",
     }
 )
