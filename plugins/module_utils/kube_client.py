@@ -513,20 +513,10 @@ class KubeClient:
             )
         raise AssertionError("unreachable")
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float | None = None,
-    ) -> Any:
-        """One request; the decoded JSON answer, or ``ApiError`` for a non-2xx status."""
-        answer = self.raw(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
-        )
+    def request(self, method: str, path: str, **options: Any) -> Any:
+        """One request (``raw``'s options); the decoded JSON answer, or ``ApiError`` for a
+        non-2xx status."""
+        answer = self.raw(method, path, **options)
         if 200 <= answer.status < 300:
             return answer.json()
         try:

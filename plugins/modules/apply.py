@@ -47,23 +47,8 @@ options:
     description: The finalizer.
     type: str
     default: glance.openstack.c5c3.io/finalizer
-  kubeconfig:
-    description: Path of a kubeconfig (default as kubectl, else the pod's service account).
-    type: path
-  context:
-    description: The kubeconfig context.
-    type: str
-  request_timeout:
-    description: Seconds one API request may take.
-    type: float
-    default: 30
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+extends_documentation_fragment:
+  - c5c3.glance.kube
 """
 
 EXAMPLES = r"""

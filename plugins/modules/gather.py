@@ -50,25 +50,8 @@ options:
     description: Seconds the health probe may take.
     type: float
     default: 10
-  kubeconfig:
-    description:
-      - Path of a kubeconfig. Default, as kubectl - C(K8S_AUTH_KUBECONFIG), C(KUBECONFIG),
-        C(~/.kube/config), else the pod's service account.
-    type: path
-  context:
-    description: The kubeconfig context (default - its current-context).
-    type: str
-  request_timeout:
-    description: Seconds one API request may take.
-    type: float
-    default: 30
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+extends_documentation_fragment:
+  - c5c3.glance.kube
 """
 
 EXAMPLES = r"""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kube_harness import KubeApiServer, assets_dir
+from kube_harness import assets_dir, started_apiserver
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
 
@@ -20,14 +20,5 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def kube():
     """A started kube-apiserver (with etcd) that has both CRDs, stopped after the session."""
-    path, reason = assets_dir()
-    if path is None:
-        pytest.skip(reason)
-    server = KubeApiServer(path)
-    try:
-        server.start()
-        for crd in load_crds().values():
-            server.install_crd(crd)
+    with started_apiserver(load_crds().values()) as server:
         yield server
-    finally:
-        server.stop()

@@ -8,6 +8,7 @@ and the controllers would write. Every process started here is stopped in ``stop
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,25 @@ def assets_dir() -> tuple[Path | None, str]:
         "no real kube-apiserver: set KUBE_ASSETS_DIR (or KUBEBUILDER_ASSETS) to a directory "
         "holding the kube-apiserver and etcd binaries to run the integration tests"
     )
+
+
+@contextlib.contextmanager
+def started_apiserver(crds: Iterable[dict[str, Any]] = ()) -> Iterator[KubeApiServer]:
+    """A started kube-apiserver (with etcd) with ``crds`` installed, stopped on exit;
+    the test is skipped, saying why, when the binaries are absent."""
+    import pytest
+
+    path, reason = assets_dir()
+    if path is None:
+        pytest.skip(reason)
+    server = KubeApiServer(path)
+    try:
+        server.start()
+        for crd in crds:
+            server.install_crd(crd)
+        yield server
+    finally:
+        server.stop()
 
 
 def _free_port() -> int:

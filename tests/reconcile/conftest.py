@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from integration.kube_harness import KubeApiServer, assets_dir
+from integration.kube_harness import started_apiserver
 from support.api_env import ApiEnv, HealthServer
 from support.fake_apiserver import FakeAPIServer
 
@@ -25,17 +25,8 @@ _namespaces = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def real_apiserver():
-    path, reason = assets_dir()
-    if path is None:
-        pytest.skip(reason)
-    server = KubeApiServer(path)
-    try:
-        server.start()
-        for crd in load_crds().values():
-            server.install_crd(crd)
+    with started_apiserver(load_crds().values()) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])

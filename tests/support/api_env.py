@@ -28,6 +28,7 @@ import yaml
 from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
 from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
+from support.cluster import ready_deployment_status
 from support.playbook_run import PlaybookRun, run_playbook
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
@@ -225,34 +226,6 @@ def _api_version(kind: str) -> str:
         "Job": "batch/v1",
         "CronJob": "batch/v1",
     }.get(kind, "v1")
-
-
-def ready_deployment_status(generation: int, replicas: int) -> dict[str, Any]:
-    return {
-        "observedGeneration": generation,
-        "replicas": replicas,
-        "updatedReplicas": replicas,
-        "readyReplicas": replicas,
-        "availableReplicas": replicas,
-        "conditions": [
-            {
-                "type": "Available",
-                "status": "True",
-                "reason": "MinimumReplicasAvailable",
-                "message": "ok",
-                "lastUpdateTime": STAMP,
-                "lastTransitionTime": STAMP,
-            },
-            {
-                "type": "Progressing",
-                "status": "True",
-                "reason": "NewReplicaSetAvailable",
-                "message": "ok",
-                "lastUpdateTime": STAMP,
-                "lastTransitionTime": STAMP,
-            },
-        ],
-    }
 
 
 def finished_job_status(state: str) -> dict[str, Any]:
