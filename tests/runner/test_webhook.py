@@ -29,6 +29,7 @@ import pytest
 import yaml
 from support.builders import BACKEND, DELETE, GLANCE, patched
 from support.crd_rule_cases import RULES as CRD_RULES
+from support.fake_apiserver import FakeAPIServer
 from support.tls import make_server_tls
 from unit.test_glance_admission import CASES as GLANCE_RULE_CASES
 from unit.test_glancebackend_admission import CASES as BACKEND_RULE_CASES
@@ -46,6 +47,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission impor
 from ansible_collections.c5c3.glance.plugins.module_utils.glancebackend_admission import (
     default_glancebackend,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
 from runner.admission_review import json_patch
 from runner.webhook import MAX_BODY_BYTES, WebhookServer, kube_backend_lister
 
@@ -1157,3 +1159,84 @@ def test_stop_lets_a_request_in_flight_finish(tls):
     status, answer = answers.get_nowait()
     assert status == 200 and answer["response"]["allowed"] is True
     assert not stopper.is_alive() and not srv.running
+
+
+# --- the cluster lookups against a live API ------------------------------------------------
+# The sibling single-default check and the PriorityClass check, read through our client
+# from the REST test double over HTTPS (the client the runner gives the webhook in a pod).
+
+
+@pytest.fixture
+def live(tmp_path):
+    """The API double with one default backend, and a webhook that reads it live."""
+    with FakeAPIServer(tmp_path / "api") as api:
+        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+        client = KubeClient.from_environment(str(kubeconfig))
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openstack"}})
+        client.create(copy.deepcopy(BACKEND))  # s3-default, isDefault: true, of Glance "glance"
+        tls = make_server_tls(tmp_path / "certs")
+        server = WebhookServer.with_client(client, cert_dir=tls.directory, host="127.0.0.1", port=0)
+        server.start()
+        try:
+            yield server, tls, client, api
+        finally:
+            server.stop()
+
+
+def test_a_second_default_backend_is_refused_by_reading_the_live_siblings(live):
+    server, tls, _, api = live
+    api.reset_requests()
+    _, answer = call(
+        server.port,
+        tls.ca_file,
+        path_of("GlanceBackend", "validate"),
+        review("GlanceBackend", sibling("s3-other")),
+    )
+    response = answer["response"]
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 422
+    assert (
+        'GlanceBackend "s3-default" attached to the same Glance "glance" is already marked '
+        "isDefault; exactly one default store is allowed"
+    ) in response["status"]["message"]
+    assert any(r.path.endswith("/namespaces/openstack/glancebackends") for r in api.requests)
+
+
+def test_the_same_backend_is_allowed_once_the_other_is_no_longer_default(live):
+    server, tls, client, _ = live
+    client.patch(
+        "glance.openstack.c5c3.io/v1alpha1",
+        "GlanceBackend",
+        "s3-default",
+        "openstack",
+        {"spec": {"isDefault": False}},
+    )
+    _, answer = call(
+        server.port,
+        tls.ca_file,
+        path_of("GlanceBackend", "validate"),
+        review("GlanceBackend", sibling("s3-other")),
+    )
+    assert answer["response"]["allowed"] is True
+
+
+def test_a_priority_class_is_looked_up_live(live):
+    server, tls, client, _ = live
+    glance = patched(GLANCE, {"spec": {"deployment": {"priorityClassName": "glance-critical"}}})
+    _, missing = call(
+        server.port, tls.ca_file, path_of("Glance", "validate"), review("Glance", glance)
+    )
+    assert missing["response"]["allowed"] is False
+    assert "glance-critical" in missing["response"]["status"]["message"]
+    client.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "glance-critical"},
+            "value": 1000,
+        }
+    )
+    _, found = call(
+        server.port, tls.ca_file, path_of("Glance", "validate"), review("Glance", glance)
+    )
+    assert found["response"]["allowed"] is True, found["response"].get("status")
