@@ -5,9 +5,9 @@
 #   docker build -t ghcr.io/c5c3/glance-operator:0.1.0 .
 #
 # The build context is the repository root (.dockerignore keeps local state, tests and
-# the Glance image out). Python packages come only from the complete pin list
-# requirements.txt (pip --no-deps, wheels only: the list is the whole set, and pip check
-# proves it). The collection is built from this checkout and installed where ansible-runner
+# the Glance image out). Python packages come only from requirements-runtime.txt, the
+# runtime subset of requirements.txt at the same pins (pip --no-deps, wheels only: the list
+# is the whole set, and pip check proves it); no test or lint tool enters the image. The collection is built from this checkout and installed where ansible-runner
 # finds it, /usr/share/ansible/collections. Runs as 65532:65532, the uid the manager
 # Deployment sets; everything it writes goes to /tmp (an emptyDir in the pod).
 
@@ -20,9 +20,9 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
-COPY requirements.txt /tmp/requirements.txt
+COPY requirements-runtime.txt /tmp/requirements-runtime.txt
 RUN python -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-deps --only-binary=:all: -r /tmp/requirements.txt \
+    && /opt/venv/bin/pip install --no-deps --only-binary=:all: -r /tmp/requirements-runtime.txt \
     && /opt/venv/bin/pip check
 COPY . /src
 # The same tarball `make build` makes, installed without any download.

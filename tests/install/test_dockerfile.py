@@ -1,8 +1,8 @@
 """The operator's Dockerfile, checked statically (no container engine is needed).
 
 What the image must be, and what config/manager's Deployment expects of it: an official
-Python 3.12 slim base pinned to a patch release; Python packages only from the pinned
-requirements.txt; the collection built from this checkout and installed where
+Python 3.12 slim base pinned to a patch release; Python packages only from
+requirements-runtime.txt, the runtime subset of requirements.txt; the collection built from this checkout and installed where
 ansible-runner finds it; runner/, playbooks/ and watches.yaml in /opt/operator; the
 non-root uid, the command, the ports and Ansible's temp settings of the Deployment. The
 build context is filtered by .dockerignore exactly as the tests here filter it, and the
@@ -192,8 +192,10 @@ def test_the_image_runs_as_the_manager_deployments_non_root_uid():
 
 
 def test_python_packages_come_only_from_the_pinned_requirements():
-    requirement_copies = [dest for sources, dest in copies() if sources == ["requirements.txt"]]
-    assert requirement_copies, "requirements.txt is not copied into the image"
+    requirement_copies = [
+        dest for sources, dest in copies() if sources == ["requirements-runtime.txt"]
+    ]
+    assert requirement_copies, "requirements-runtime.txt is not copied into the image"
     installs = 0
     for run in of("RUN"):
         for command in shell_commands(run.arguments):
@@ -206,13 +208,27 @@ def test_python_packages_come_only_from_the_pinned_requirements():
             assert options[options.index("-r") + 1] in requirement_copies, command
             positional = [o for o in options if not o.startswith("-")]
             assert positional == [options[options.index("-r") + 1]], (
-                f"packages named outside requirements.txt: {command}"
+                f"packages named outside requirements-runtime.txt: {command}"
             )
     assert installs >= 1
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            assert PIN.fullmatch(line), f"requirements.txt: {line!r} is not pinned"
+    for name in ("requirements.txt", "requirements-runtime.txt"):
+        for line in (ROOT / name).read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                assert PIN.fullmatch(line), f"{name}: {line!r} is not pinned"
+
+
+def pins(name: str) -> set[str]:
+    lines = (ROOT / name).read_text().splitlines()
+    return {line.split("#", 1)[0].strip() for line in lines} - {""}
+
+
+def test_the_image_pins_are_a_subset_of_the_one_pinned_set():
+    runtime = pins("requirements-runtime.txt")
+    assert runtime <= pins("requirements.txt"), sorted(runtime - pins("requirements.txt"))
+    names = {line.split("==")[0].lower() for line in runtime}
+    assert {"ansible-core", "ansible-runner", "cel-python", "pyyaml"} <= names
+    assert not names & {"pytest", "ansible-lint", "ruff", "yamllint", "kubernetes-validate"}
 
 
 @pytest.mark.parametrize("source", sorted({s for sources, _ in copies() for s in sources}))
@@ -286,6 +302,7 @@ def test_dockerignore_keeps_local_state_out_and_the_build_inputs_in():
     for path in (
         "galaxy.yml",
         "requirements.txt",
+        "requirements-runtime.txt",
         "meta/runtime.yml",
         "plugins/module_utils/collection_files.py",
         "roles",
