@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import base64
 
-from support.api_env import sample_documents
+from support.api_env import ApiEnv, sample_documents
+from support.fake_apiserver import FakeAPIServer
 
 from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
     CONFIG_BASE_LABEL,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
 
 GATHER = "c5c3.glance.gather"
 APPLY = "c5c3.glance.apply"
@@ -235,3 +237,20 @@ def test_deleting_the_glance_releases_the_finalizer(api):
     assert api.get("Glance", "glance") is None
     gone = api.glance_pass()  # a pass for a Glance that no longer exists does nothing
     assert gone.module_processes == [GATHER]
+
+
+def test_a_gateway_without_the_gateway_api_is_reported_and_asked_again(tmp_path):
+    """On a cluster that serves no HTTPRoute (the double without the Gateway API)."""
+    with FakeAPIServer(gateway_api=False) as double:
+        kubeconfig = double.write_kubeconfig(tmp_path / "kubeconfig")
+        api = ApiEnv(
+            "double", kubeconfig, KubeClient.from_environment(str(kubeconfig)), double=double
+        )
+        docs = sample_documents()
+        docs[0]["spec"]["gateway"] = FULL_BLOCKS["gateway"]
+        api.create_all(docs)
+        api.glance_pass()
+        run = api.glance_pass()
+        assert status_of(api, "HTTPRouteReady") == ("False", "GatewayAPINotInstalled")
+        assert run.requeue_after == 30  # db-sync runs; the 60 s probe is the longer ask
+        assert not any(r.path.endswith("/httproutes/glance") for r in double.requests)
