@@ -239,6 +239,10 @@ class RunOutcome:
     failed_tasks: tuple[FailedTask, ...]
     requeue_after: float | None
     """Seconds until the next pass that the playbook asked for; ``None`` if it did not."""
+    requeue: bool = False
+    """The playbook asked to come back at once (``requeue_after: 0``): controller-runtime's
+    ``Requeue: true``, a pass after the rate limiter's delay. It wins over any later
+    ``requeue_after`` (the soonest request wins)."""
 
     @property
     def succeeded(self) -> bool:
@@ -267,8 +271,10 @@ def run_outcome(events: Iterable[Mapping[str, Any]]) -> RunOutcome:
     ``{requeue_after: <seconds>}`` (``per_host: false``; it reaches the recap's
     ``artifact_data``; with the default ``aggregate: true`` two calls add up). A
     ``runner_on_ok`` of ``operator_sdk.util.requeue_after`` (or bare ``requeue_after``)
-    with ``period: "30s"`` is read too. The soonest request wins; 0 asks for nothing
-    (a ``RequeueAfter`` of 0). A value that is not seconds or a Go duration is a failure.
+    with ``period: "30s"`` is read too. The soonest positive request is ``requeue_after``;
+    0 leaves ``requeue_after`` unset (a ``RequeueAfter`` of 0) and sets ``requeue``: the Glance
+    pass asks for 0 after adding its finalizer, meaning "at once". A value that is not
+    seconds or a Go duration is a failure.
     """
     stats_data: Mapping[str, Any] | None = None
     failed: list[Mapping[str, Any]] = []
@@ -303,7 +309,8 @@ def run_outcome(events: Iterable[Mapping[str, Any]]) -> RunOutcome:
     return RunOutcome(
         stats=stats,
         failed_tasks=tuple(_task_of(data, _message(data)) for data in uncaught) + tuple(problems),
-        requeue_after=min(requests, default=None),
+        requeue_after=min((seconds for seconds in requests if seconds > 0), default=None),
+        requeue=0 in requests,
     )
 
 
@@ -347,7 +354,7 @@ def _is_requeue_action(data: Mapping[str, Any]) -> bool:
 def _read_requeue(
     value: Any, where: FailedTask, requests: list[float], problems: list[FailedTask]
 ) -> None:
-    """Add a positive request to ``requests``, or a bad one to ``problems``."""
+    """Add a request to ``requests`` (0 too), or a bad one to ``problems``."""
     seconds: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         seconds = float(value)
@@ -363,7 +370,7 @@ def _read_requeue(
             f'requeue_after: {value!r} is neither a number of seconds nor a duration such as "30s"'
         )
         problems.append(FailedTask(where.task, where.action, where.host, message))
-    elif seconds > 0:
+    else:
         requests.append(seconds)
 
 

@@ -1,0 +1,79 @@
+"""``python -m runner``: the operator. Reads ``watches.yaml``, reconciles the custom
+resources it lists with their playbooks, serves the admission webhook, ``/healthz``,
+``/readyz`` and ``/metrics``, until SIGTERM or SIGINT. See ``docs/runner.md``.
+
+The cluster client is the collection's own ``KubeClient`` (standard library only), not the
+``kubernetes`` package ansible-operator's image ships: the modules and the webhook already
+talk to the API server through it (one client, one set of credential rules), and the
+runner needs only list, watch, get, patch, create and update.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (
+    KubeClient,
+    KubeConfigError,
+)
+from runner import logs
+from runner.manager import Manager
+from runner.settings import SettingsError, parse_settings
+from runner.watches import WatchesError, load_watches
+
+log = logs.Log("main")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        settings = parse_settings(argv)
+    except SettingsError as error:
+        logs.configure()
+        log.error("bad setting", error=str(error))
+        return 2
+    logs.configure(getattr(logging, settings.log_level.upper()))
+    try:
+        watches = load_watches(settings.watches_file)
+    except (OSError, WatchesError) as error:
+        log.error("cannot read the watches file", path=str(settings.watches_file), error=str(error))
+        return 2
+    try:
+        client = KubeClient.from_environment(settings.kubeconfig)
+    except (KubeConfigError, OSError) as error:
+        log.error("no cluster connection", error=str(error))
+        return 2
+    log.info(
+        "starting",
+        watches=[f"{w.gvk.kind}.{w.gvk.group}" for w in watches],
+        server=client.connection.describe(),
+        namespaces=list(settings.watch_namespaces) or "all",
+        max_concurrent_reconciles=settings.max_concurrent_reconciles,
+        leader_elect=settings.leader_elect,
+        runner_dir=str(settings.runner_dir),
+        pid=os.getpid(),
+    )
+    manager = Manager(settings, client, watches)
+    signals = 0
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        nonlocal signals
+        signals += 1
+        name = signal.Signals(signum).name
+        if signals == 1:
+            log.info("signal received, stopping", signal=name)
+            manager.stop()
+        else:
+            log.warning("second signal, abandoning running passes", signal=name)
+            manager.stop(abandon=True)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    return manager.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

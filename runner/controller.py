@@ -1,0 +1,362 @@
+"""What the runner decides, without I/O: which watch events wake which object, what a pass
+starts with (the finalizer), and what follows it (requeue or backoff).
+
+Event to key, as controller-runtime's handlers do it for ansible-operator:
+
+* **the watched kinds** (``watches.yaml``): the object's own key, through
+  ansible-operator's predicates (:func:`primary_wants`): a create, a delete, and an update
+  that changes ``metadata.generation`` (or of an object that has none), that starts the
+  deletion, or, with ``watchAnnotationsChanges``, that changes the annotations; the
+  watch's ``selector`` must match. A status write, a label edit or the runner's own
+  finalizer change wakes nothing.
+* **a GlanceBackend** also wakes its parent Glance (``spec.glanceRef.name``, same
+  namespace) when the parent must see the event (``glancebackend_pass.parent_to_wake``:
+  created, deleted, spec changed, deletion started, ``CredentialsReady`` flipped), and on
+  an update that moves it to another Glance, the old parent as well (:func:`parent_keys`).
+* **dependents** (the kinds a Glance pass writes, ``role_templates.KINDS``): the owner
+  named by the controller ``ownerReference``, when the owner's kind is watched with
+  ``watchDependentResources`` (``EnqueueRequestForOwner(OnlyControllerOwner)``), through
+  operator-lib's ``DependentPredicate`` (:func:`dependent_wants`): a delete always, a create
+  never, an update only when something besides ``status``, ``resourceVersion`` and the
+  ``managedFields`` times changed. One addition: a change of a Deployment's, Job's or
+  HTTPRoute's readiness (:func:`readiness`) wakes the owner too, although it is a status
+  change. The Glance pass waits for exactly these (DeploymentReady, the db-sync Job,
+  HTTPRouteAccepted); with the predicate alone the pass would see them only at its next
+  requeue (10 to 30 s later). Other status changes (a Deployment's ``conditions`` timestamps,
+  a Job's ``active`` count) still wake nothing.
+
+Dependent objects are cached in compact form (:func:`compact_dependent`: identity, owner
+references, a digest of everything the predicate compares and the readiness), as
+client-go's informer transforms allow, so the runner never holds the data of the Secrets
+it watches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_collections.c5c3.glance.plugins.module_utils import glancebackend_pass
+from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import KINDS
+from runner.extravars import RunOutcome
+from runner.metrics import (
+    RESULT_ERROR,
+    RESULT_REQUEUE,
+    RESULT_REQUEUE_AFTER,
+    RESULT_SUCCESS,
+)
+from runner.watches import Watch
+from runner.workqueue import ObjectKey
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+DEPENDENT_KINDS: tuple[tuple[str, str], ...] = tuple(
+    dict.fromkeys((kind.api_version, kind.kind) for kind in KINDS.values())
+)
+"""``(apiVersion, kind)`` of every object a Glance pass writes."""
+
+PARENT_KINDS: Mapping[tuple[str, str], str] = {
+    ("glance.openstack.c5c3.io", "GlanceBackend"): "Glance"
+}
+"""A watched kind whose events also wake an object of another watched kind: the parent."""
+
+
+def group_of(api_version: str) -> str:
+    """``apps`` of ``apps/v1``; ``""`` for the core ``v1``."""
+    return api_version.rpartition("/")[0]
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def key_of(watch: Watch, obj: Mapping[str, Any]) -> ObjectKey:
+    meta = _meta(obj)
+    return ObjectKey(watch.gvk.group, watch.gvk.kind, meta.get("namespace", ""), meta["name"])
+
+
+def describe(key: ObjectKey) -> str:
+    """``namespace/name`` (``name`` for a cluster-scoped object): the ``key`` of a log line."""
+    return f"{key.namespace}/{key.name}" if key.namespace else key.name
+
+
+def controller_name(watch: Watch) -> str:
+    """The name of a watch's controller, its work queue and its metrics: the lower-case
+    kind, as controller-runtime names a controller built ``For`` a kind."""
+    return watch.gvk.kind.lower()
+
+
+# -- the watched kinds ---------------------------------------------------------------------
+
+
+def primary_wants(
+    watch: Watch, event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> bool:
+    """Whether an event of a watched object asks for a pass over it (ansible-operator's
+    ``GenerationChanged | NoGeneration [| AnnotationChanged]`` and ``selector`` predicates,
+    plus the start of a deletion)."""
+    if event == DELETED:
+        return watch.selector.matches(_meta(old or new).get("labels"))
+    if not watch.selector.matches(_meta(new).get("labels")):
+        return False
+    if event == ADDED or old is None:
+        return True
+    before, after = _meta(old), _meta(new)
+    if before.get("uid") != after.get("uid"):
+        return True  # deleted and created again between two looks
+    if not after.get("generation") or before.get("generation") != after.get("generation"):
+        return True
+    if bool(before.get("deletionTimestamp")) != bool(after.get("deletionTimestamp")):
+        return True
+    return watch.watch_annotations_changes and (before.get("annotations") or {}) != (
+        after.get("annotations") or {}
+    )
+
+
+def parent_keys(
+    watch: Watch,
+    new: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None,
+    watched: Mapping[tuple[str, str], Watch],
+) -> list[ObjectKey]:
+    """The parents a child event wakes: ``parent_to_wake`` of the GlanceBackend pass, and
+    the old parent when an update moved the child to another one."""
+    parent_kind = PARENT_KINDS.get((watch.gvk.group, watch.gvk.kind))
+    if parent_kind is None or (watch.gvk.group, parent_kind) not in watched:
+        return []
+    keys: list[ObjectKey] = []
+    woken = glancebackend_pass.parent_to_wake(new, old)
+    if woken is not None:
+        keys.append(ObjectKey(watch.gvk.group, parent_kind, *woken))
+    if new is not None and old is not None:
+        before, after = _parent_name(old), _parent_name(new)
+        if before and before != after:
+            keys.append(
+                ObjectKey(watch.gvk.group, parent_kind, _meta(old).get("namespace", ""), before)
+            )
+    return list(dict.fromkeys(keys))
+
+
+def _parent_name(child: Mapping[str, Any]) -> str:
+    return str(((child.get("spec") or {}).get("glanceRef") or {}).get("name") or "")
+
+
+# -- dependents ----------------------------------------------------------------------------
+
+
+def readiness(obj: Mapping[str, Any]) -> Any:
+    """What a pass waits for in a dependent's status, comparable; None for other kinds.
+
+    Deployment: observed generation, replica counts, ``Available``. Job: whether it is
+    Complete or Failed. HTTPRoute: each parent's ``Accepted`` with its observed generation.
+    """
+    kind = obj.get("kind")
+    status = obj.get("status") or {}
+    if kind == "Deployment":
+        available = next(
+            (
+                c.get("status")
+                for c in status.get("conditions") or []
+                if c.get("type") == "Available"
+            ),
+            None,
+        )
+        return (
+            status.get("observedGeneration"),
+            status.get("replicas"),
+            status.get("updatedReplicas"),
+            status.get("readyReplicas"),
+            status.get("availableReplicas"),
+            available,
+        )
+    if kind == "Job":
+        return tuple(
+            sorted(
+                c.get("type")
+                for c in status.get("conditions") or []
+                if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            )
+        )
+    if kind == "HTTPRoute":
+        return tuple(
+            (
+                json.dumps(parent.get("parentRef") or {}, sort_keys=True),
+                next(
+                    (
+                        (c.get("status"), c.get("observedGeneration"))
+                        for c in parent.get("conditions") or []
+                        if c.get("type") == "Accepted"
+                    ),
+                    None,
+                ),
+            )
+            for parent in status.get("parents") or []
+        )
+    return None
+
+
+def _predicate_digest(obj: Mapping[str, Any]) -> str:
+    """A digest of what ``DependentPredicate`` compares: the object without ``status``,
+    ``metadata.resourceVersion`` and the ``managedFields`` times."""
+    body = {key: value for key, value in obj.items() if key != "status"}
+    meta = dict(body.get("metadata") or {})
+    meta.pop("resourceVersion", None)
+    if meta.get("managedFields"):
+        meta["managedFields"] = [
+            {k: v for k, v in entry.items() if k != "time"} for entry in meta["managedFields"]
+        ]
+    body["metadata"] = meta
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def compact_dependent(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The informer's cache entry of a dependent (its transform): identity, owner
+    references, the predicate's digest, the readiness."""
+    meta = _meta(obj)
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            name: meta[name]
+            for name in (
+                "name",
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "generation",
+                "ownerReferences",
+            )
+            if name in meta
+        },
+        "digest": _predicate_digest(obj),
+        "readiness": readiness(obj),
+    }
+
+
+def dependent_wants(
+    event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> bool:
+    """operator-lib's ``DependentPredicate`` on compact entries, plus readiness changes."""
+    if event == DELETED:
+        return True
+    if event == ADDED or old is None or new is None:
+        return False
+    if _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion"):
+        return False
+    return old.get("digest") != new.get("digest") or old.get("readiness") != new.get("readiness")
+
+
+def owner_keys(obj: Mapping[str, Any], watched: Mapping[tuple[str, str], Watch]) -> list[ObjectKey]:
+    """The watched owner named by the controller ``ownerReference`` (at most one), when its
+    watch asks for dependents."""
+    namespace = _meta(obj).get("namespace", "")
+    for reference in _meta(obj).get("ownerReferences") or []:
+        if not reference.get("controller"):
+            continue
+        group = group_of(str(reference.get("apiVersion") or ""))
+        watch = watched.get((group, str(reference.get("kind") or "")))
+        if watch is None or not watch.watch_dependent_resources:
+            return []
+        return [ObjectKey(group, watch.gvk.kind, namespace, str(reference.get("name") or ""))]
+    return []
+
+
+def dependent_kinds(watches: Iterable[Watch]) -> list[tuple[str, str]]:
+    """The dependent ``(apiVersion, kind)`` pairs to watch: none unless a watch asks for
+    dependents, and none that every such watch blacklists."""
+    asking = [w for w in watches if w.watch_dependent_resources]
+    out = []
+    for api_version, kind in DEPENDENT_KINDS:
+        group, _, version = api_version.rpartition("/")
+        if any(
+            not any((b.group, b.version, b.kind) == (group, version, kind) for b in w.blacklist)
+            for w in asking
+        ):
+            out.append((api_version, kind))
+    return out
+
+
+# -- a pass: the finalizer -----------------------------------------------------------------
+
+SKIP = "skip"
+"""Being deleted without our finalizer: nothing to do ("Resource is terminated")."""
+ADD_FINALIZER = "add-finalizer"
+"""Add the finalizer first, then run the pass with the updated object."""
+RUN = "run"
+FINALIZE = "finalize"
+"""Being deleted, our finalizer still listed: the deletion pass, then release it."""
+
+
+def first_step(watch: Watch, obj: Mapping[str, Any]) -> str:
+    """How a pass over ``obj`` begins (ansible-operator's reconcile.go)."""
+    meta = _meta(obj)
+    finalizers = meta.get("finalizers") or []
+    name = watch.finalizer.name if watch.finalizer else None
+    if meta.get("deletionTimestamp"):
+        return FINALIZE if name and name in finalizers else SKIP
+    if name and name not in finalizers:
+        return ADD_FINALIZER
+    return RUN
+
+
+def finalizer_patch(obj: Mapping[str, Any], name: str, add: bool) -> dict[str, Any] | None:
+    """The merge patch adding or removing finalizer ``name``; None when there is nothing
+    to do. It carries the object's ``resourceVersion``: a stale object gets 409 Conflict
+    instead of overwriting someone else's finalizer change."""
+    meta = _meta(obj)
+    current = list(meta.get("finalizers") or [])
+    if add == (name in current):
+        return None
+    wanted = [*current, name] if add else [item for item in current if item != name]
+    return {"metadata": {"finalizers": wanted, "resourceVersion": meta.get("resourceVersion")}}
+
+
+# -- a pass: what follows ------------------------------------------------------------------
+
+FORGET = "forget"
+"""Success: reset the backoff; nothing scheduled (or the periodic pass, ``seconds``)."""
+AFTER = "after"
+"""Success with a requeue request: reset the backoff, come back in ``seconds``."""
+RATE_LIMITED = "rate-limited"
+"""An error, or a request to come back at once: the next pass after the backoff."""
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """What the queue does with a key after its pass, and the pass's metrics result."""
+
+    how: str
+    seconds: float | None
+    result: str
+
+
+def after_pass(outcome: RunOutcome, reconcile_period: float) -> Requeue:
+    """controller-runtime's reading of a reconcile result, for a playbook run.
+
+    A failed run is an error: exponential backoff per key (5 ms doubling, capped at the
+    runner's ``--max-backoff``). ``requeue_after: 0`` is ``Requeue: true``: at once, through
+    the rate limiter. A positive ``requeue_after`` resets the backoff and comes back then.
+    Otherwise the backoff is reset and the periodic pass (``reconcile_period``; 0: none) is
+    scheduled; ansible-operator returns that period as ``RequeueAfter`` (result
+    ``requeue_after``), here the result is ``success``, so the metrics tell a playbook's
+    request from the periodic pass.
+    """
+    if not outcome.succeeded:
+        return Requeue(RATE_LIMITED, None, RESULT_ERROR)
+    if outcome.requeue:
+        return Requeue(RATE_LIMITED, None, RESULT_REQUEUE)
+    if outcome.requeue_after:
+        return Requeue(AFTER, outcome.requeue_after, RESULT_REQUEUE_AFTER)
+    return Requeue(FORGET, reconcile_period or None, RESULT_SUCCESS)
+
+
+ERROR = Requeue(RATE_LIMITED, None, RESULT_ERROR)
+"""A pass that could not run (the API refused a read or the finalizer write)."""
+DONE = Requeue(FORGET, None, RESULT_SUCCESS)
+"""Nothing to do: the object is gone, or terminating without our finalizer."""

@@ -1,0 +1,478 @@
+"""The runner's main loop: controllers for the watches, leader election, endpoints, shutdown.
+
+One **controller** per ``watches.yaml`` entry (named after its lower-case kind): a work queue
+(``runner.workqueue``: level-triggered, one pass per key at a time, per-key exponential
+backoff capped at ``--max-backoff``), ``max_concurrent_reconciles`` worker threads, and a
+``Reconciler``. **Informers** feed the queues: one per watched kind and one per dependent
+kind (filtered by ``--dependent-label-selector``), in each watched namespace or cluster-wide;
+``runner.controller`` decides which event wakes which key.
+
+Life of the process:
+
+1. the runner dir is locked (one process per dir), the health and metrics endpoints and the
+   admission webhook (when its cert dir has a certificate) start;
+2. with leader election, the process waits for the Lease; a standby serves the webhook and
+   its probes (ready) and reconciles nothing;
+3. the leader starts the informers, waits until their first lists are in (``/readyz``
+   turns 200), then starts the workers;
+4. on SIGTERM/SIGINT (``stop``) the queues stop handing out keys, running passes may finish
+   for ``--graceful-shutdown-timeout`` seconds, then the rest are abandoned
+   (``PlaybookRunner`` terminates their process groups); the Lease is released and the
+   endpoints close. A second signal abandons the passes at once. Losing the Lease stops the
+   same way but at once and without release, and the process exits 1 (controller-runtime's
+   manager exits when leadership is lost: another replica may be reconciling already).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner import controller as ctl
+from runner.informer import Informer
+from runner.leader import LeaderElector
+from runner.logs import Log
+from runner.metrics import CONTENT_TYPE, RunnerMetrics
+from runner.playbook import PlaybookRunner, checkout_ansible_cfg, run_environment
+from runner.probes import EndpointServer, check
+from runner.reconciler import Reconciled, Reconciler
+from runner.settings import Settings
+from runner.watches import Watch, max_concurrent_reconciles
+from runner.workqueue import (
+    MonotonicClock,
+    ObjectKey,
+    ShutDown,
+    WorkQueue,
+    default_rate_limiter,
+)
+
+log = Log("manager")
+
+
+@dataclass
+class Controller:
+    watch: Watch
+    name: str
+    queue: WorkQueue
+    reconciler: Reconciler
+    concurrency: int
+    workers: list[threading.Thread] = field(default_factory=list)
+
+
+class RunnerDirBusy(RuntimeError):
+    pass
+
+
+class Manager:
+    def __init__(
+        self,
+        settings: Settings,
+        client: Any,
+        watches: tuple[Watch, ...],
+        environ: Mapping[str, str] | None = None,
+        metrics: RunnerMetrics | None = None,
+        identity: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.watches = watches
+        self.environ = os.environ if environ is None else environ
+        self.metrics = metrics or RunnerMetrics()
+        self.identity = identity
+        self.watched: dict[tuple[str, str], Watch] = {(w.gvk.group, w.gvk.kind): w for w in watches}
+        self.stop_requested = threading.Event()
+        self.cancel = threading.Event()
+        self.leading = threading.Event()
+        self.lost = threading.Event()
+        self.started = threading.Event()
+        self.controllers: dict[tuple[str, str], Controller] = {}
+        self.informers: list[Informer] = []
+        self.elector: LeaderElector | None = None
+        self.servers: list[EndpointServer] = []
+        self.webhook: Any = None
+        self._lock_file: Any = None
+        self._workers_started = False
+        self._in_flight_lock = threading.Lock()
+        self.in_flight = 0
+        registry = self.metrics.registry
+        self.leader_gauge = registry.gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            ["name"],
+        )
+        self.runs_total = registry.counter(
+            "glance_operator_playbook_runs_total",
+            "ansible-runner runs of a reconcile playbook, per controller and run status.",
+            ["controller", "status"],
+        )
+        envvars = run_environment(
+            self.environ, settings.kubeconfig, checkout_ansible_cfg(settings.watches_file)
+        )
+        self.executor = PlaybookRunner(
+            settings.runner_dir, envvars, settings.ansible_verbosity, self.environ
+        )
+        for watch in watches:
+            name = ctl.controller_name(watch)
+            clock = MonotonicClock()
+            queue = WorkQueue(
+                clock=clock,
+                rate_limiter=default_rate_limiter(clock, cap=settings.max_backoff),
+                observer=self.metrics.start_controller(name),
+            )
+            reconciler = Reconciler(
+                watch,
+                client,
+                _CountingExecutor(self.executor, self.runs_total, name),
+                settings.reconcile_period,
+                on_gone=self._forget_metrics if watch.gvk.kind == "Glance" else None,
+            )
+            concurrency = max_concurrent_reconciles(
+                watch, self.environ, settings.max_concurrent_reconciles
+            )
+            self.controllers[(watch.gvk.group, watch.gvk.kind)] = Controller(
+                watch, name, queue, reconciler, concurrency
+            )
+
+    # -- state for the probes --------------------------------------------------------------
+    def synced(self) -> bool:
+        return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
+
+    def ready(self) -> bool:
+        """``/readyz``: a standby is ready; the leader once its informers have synced."""
+        if self.stop_requested.is_set() or self.lost.is_set():
+            return False
+        if self.settings.leader_elect and not self.leading.is_set():
+            return self.started.is_set()
+        return self.synced()
+
+    def healthy(self) -> bool:
+        return not self.lost.is_set()
+
+    # -- the main loop ---------------------------------------------------------------------
+    def run(self) -> int:
+        """Run until ``stop_requested`` is set or the Lease is lost; the exit code."""
+        try:
+            self._lock_runner_dir()
+        except RunnerDirBusy as error:
+            log.error(str(error), runner_dir=str(self.settings.runner_dir))
+            return 1
+        try:
+            self._start_endpoints()
+            if self.settings.leader_elect:
+                self._start_election()
+            else:
+                self.leading.set()
+            self.started.set()
+            while not self.stop_requested.is_set() and not self.leading.is_set():
+                self.stop_requested.wait(0.2)
+            if self.leading.is_set() and not self.stop_requested.is_set():
+                self._start_controllers()
+            self.stop_requested.wait()
+        except Exception as error:
+            log.error("cannot run", error=repr(error))
+            self.stop_requested.set()
+            self._shutdown()
+            return 1
+        self._shutdown()
+        return 1 if self.lost.is_set() else 0
+
+    def stop(self, abandon: bool = False) -> None:
+        """Ask the loop to end (SIGTERM); ``abandon`` cancels running passes at once."""
+        if abandon:
+            self.cancel.set()
+        self.stop_requested.set()
+
+    # -- start -----------------------------------------------------------------------------
+    def _lock_runner_dir(self) -> None:
+        directory = self.settings.runner_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        handle = open(directory / ".lock", "a+")  # noqa: SIM115 - held until shutdown
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise RunnerDirBusy(
+                f"another runner uses {directory}; give this one another --runner-dir"
+            ) from None
+        self._lock_file = handle
+
+    def _start_endpoints(self) -> None:
+        settings = self.settings
+        if settings.health_probe_bind_address is not None:
+            server = EndpointServer(
+                settings.health_probe_bind_address,
+                {
+                    "/healthz": check(self.healthy, "ping"),
+                    "/readyz": check(self.ready, "informers"),
+                },
+                "health",
+            ).start()
+            self.servers.append(server)
+            log.info(
+                "serving health probes", address=str(server.address), paths=["/healthz", "/readyz"]
+            )
+        if settings.metrics_bind_address is not None:
+            server = EndpointServer(
+                settings.metrics_bind_address,
+                {"/metrics": lambda: (200, CONTENT_TYPE, self.metrics.exposition().encode())},
+                "metrics",
+            ).start()
+            self.servers.append(server)
+            log.info("serving metrics", address=str(server.address), paths=["/metrics"])
+        cert_dir = settings.webhook_cert_dir
+        if (cert_dir / "tls.crt").is_file() and (cert_dir / "tls.key").is_file():
+            from runner.webhook import WebhookServer
+
+            self.webhook = WebhookServer.with_client(
+                self.client,
+                cert_dir=cert_dir,
+                host=settings.webhook_host or "0.0.0.0",
+                port=settings.webhook_port,
+            ).start()
+        else:
+            log.info(
+                "admission webhook not served: no tls.crt and tls.key in its cert dir",
+                cert_dir=str(cert_dir),
+            )
+
+    def _start_election(self) -> None:
+        namespace = self.settings.leader_election_namespace or self.client.namespace or "default"
+        self.leader_gauge.set(0, name=self.settings.leader_election_id)
+
+        def won() -> None:
+            self.leader_gauge.set(1, name=self.settings.leader_election_id)
+            self.leading.set()
+
+        def lost() -> None:
+            self.leader_gauge.set(0, name=self.settings.leader_election_id)
+            self.lost.set()
+            self.stop(abandon=True)
+
+        self.elector = LeaderElector(
+            self.client,
+            namespace,
+            self.settings.leader_election_id,
+            self.identity,
+            lease_duration=self.settings.lease_duration,
+            renew_deadline=self.settings.renew_deadline,
+            retry_period=self.settings.retry_period,
+            on_started_leading=won,
+            on_lost=lost,
+        ).start()
+        log.info(
+            "waiting for the Lease",
+            lease=f"{namespace}/{self.settings.leader_election_id}",
+            identity=self.elector.identity,
+        )
+
+    def _start_controllers(self) -> None:
+        namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
+        for controller in self.controllers.values():
+            watch = controller.watch
+            api_version = (
+                f"{watch.gvk.group}/{watch.gvk.version}" if watch.gvk.group else watch.gvk.version
+            )
+            for namespace in namespaces:
+                self.informers.append(
+                    Informer(
+                        self.client,
+                        api_version,
+                        watch.gvk.kind,
+                        namespace,
+                        self._primary_handler(watch),
+                    )
+                )
+        for api_version, kind in ctl.dependent_kinds(self.watches):
+            try:
+                served = self.client.serves(api_version, kind)
+            except Exception as error:
+                log.warning(
+                    "cannot discover a dependent kind",
+                    kind=kind,
+                    api_version=api_version,
+                    error=str(error),
+                )
+                served = False
+            if not served:
+                log.info(
+                    "dependent kind not served, not watched", kind=kind, api_version=api_version
+                )
+                continue
+            for namespace in namespaces:
+                self.informers.append(
+                    Informer(
+                        self.client,
+                        api_version,
+                        kind,
+                        namespace,
+                        self._dependent_handler,
+                        label_selector=self.settings.dependent_label_selector or None,
+                        transform=ctl.compact_dependent,
+                    )
+                )
+        for informer in self.informers:
+            informer.start()
+        log.info(
+            "informers started",
+            informers=len(self.informers),
+            namespaces=list(self.settings.watch_namespaces) or "all",
+        )
+        while not self.stop_requested.is_set() and not self.synced():
+            self.stop_requested.wait(0.05)
+        if self.stop_requested.is_set():
+            return
+        log.info("informers synced")
+        for controller in self.controllers.values():
+            for index in range(controller.concurrency):
+                worker = threading.Thread(
+                    target=self._work,
+                    args=(controller,),
+                    name=f"worker {controller.name} {index}",
+                    daemon=True,
+                )
+                controller.workers.append(worker)
+                worker.start()
+            log.info(
+                "controller started", controller=controller.name, workers=controller.concurrency
+            )
+        self._workers_started = True
+
+    # -- events ----------------------------------------------------------------------------
+    def _enqueue(self, key: ObjectKey, why: str, source: dict | None) -> None:
+        controller = self.controllers.get((key.group, key.kind))
+        if controller is None:
+            return
+        controller.queue.add(key)
+        if log.enabled_for_debug():
+            meta = (source or {}).get("metadata") or {}
+            log.debug(
+                "enqueued",
+                controller=controller.name,
+                key=ctl.describe(key),
+                event=why,
+                source=f"{(source or {}).get('kind')} {meta.get('namespace')}/{meta.get('name')}",
+                resource_version=meta.get("resourceVersion"),
+            )
+
+    def _primary_handler(self, watch: Watch):
+        def handle(event: str, new: dict | None, old: dict | None) -> None:
+            obj = new if new is not None else old
+            if ctl.primary_wants(watch, event, new, old):
+                self._enqueue(ctl.key_of(watch, obj), event, obj)
+            for key in ctl.parent_keys(watch, new, old, self.watched):
+                self._enqueue(key, f"child {event}", obj)
+
+        return handle
+
+    def _dependent_handler(self, event: str, new: dict | None, old: dict | None) -> None:
+        if not ctl.dependent_wants(event, new, old):
+            return
+        keys = ctl.owner_keys(new or old, self.watched)
+        if new is not None and old is not None:
+            keys += ctl.owner_keys(old, self.watched)
+        for key in dict.fromkeys(keys):
+            self._enqueue(key, f"dependent {event}", new or old)
+
+    # -- work ------------------------------------------------------------------------------
+    def _work(self, controller: Controller) -> None:
+        queue = controller.queue
+        while True:
+            try:
+                key = queue.get()
+            except ShutDown:
+                return
+            started = time.monotonic()
+            with self._in_flight_lock:
+                self.in_flight += 1
+            try:
+                result = controller.reconciler.reconcile(key, self.cancel)
+            except Exception as error:
+                log.error(
+                    "reconcile crashed",
+                    controller=controller.name,
+                    key=ctl.describe(key),
+                    error=repr(error),
+                )
+                result = Reconciled(ctl.ERROR)
+            try:
+                if not result.abandoned and result.requeue is not None:
+                    self._requeue(queue, key, result.requeue)
+                    self.metrics.observe_reconcile(
+                        controller.name, result.requeue.result, time.monotonic() - started
+                    )
+            finally:
+                with self._in_flight_lock:
+                    self.in_flight -= 1
+                queue.done(key)
+
+    @staticmethod
+    def _requeue(queue: WorkQueue, key: ObjectKey, requeue: ctl.Requeue) -> None:
+        if requeue.how == ctl.RATE_LIMITED:
+            queue.add_rate_limited(key)
+            return
+        queue.forget(key)
+        if requeue.seconds:
+            queue.add_after(key, requeue.seconds)
+
+    def _forget_metrics(self, key: ObjectKey) -> None:
+        self.metrics.forget_glance(key.name, key.namespace)
+
+    # -- stop ------------------------------------------------------------------------------
+    def _shutdown(self) -> None:
+        grace = (
+            0.0
+            if self.lost.is_set() or self.cancel.is_set()
+            else self.settings.graceful_shutdown_timeout
+        )
+        log.info("stopping", grace_seconds=grace, lost_lease=self.lost.is_set() or None)
+        for controller in self.controllers.values():
+            controller.queue.shut_down()
+        deadline = time.monotonic() + grace
+        for controller in self.controllers.values():
+            remaining = max(0.0, deadline - time.monotonic())
+            if not self.cancel.is_set() and not controller.queue.shut_down(
+                drain=True, timeout=remaining
+            ):
+                self.cancel.set()
+        if self.cancel.is_set():
+            log.warning("abandoning running passes", passes=self.in_flight)
+        for controller in self.controllers.values():
+            for worker in controller.workers:
+                worker.join(self.executor.kill_grace + 10)
+        for informer in self.informers:
+            informer.stop()
+        if self.elector is not None:
+            self.elector.stop(release=not self.lost.is_set())
+            self.leader_gauge.set(0, name=self.settings.leader_election_id)
+        if self.webhook is not None:
+            self.webhook.stop()
+        for server in self.servers:
+            server.stop()
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+        log.info("stopped")
+
+
+class _CountingExecutor:
+    """The playbook runner, counting runs per controller and status for ``/metrics``."""
+
+    def __init__(self, executor: PlaybookRunner, counter: Any, controller: str) -> None:
+        self.executor = executor
+        self.counter = counter
+        self.controller = controller
+        counter.initialize(controller=controller, status="successful")
+
+    def run(self, watch: Watch, key: ObjectKey, obj: Mapping[str, Any], cancel: threading.Event):
+        run = self.executor.run(watch, key, obj, cancel)
+        self.counter.inc(controller=self.controller, status=run.status)
+        return run
+
+    def forget(self, watch: Watch, key: ObjectKey) -> None:
+        self.executor.forget(watch, key)

@@ -1,0 +1,291 @@
+"""The runner end to end: ``python -m runner`` against an API server, no manual playbook
+run; the test plays kubelet and the controllers (``ApiEnv.settle``) and looks at what the
+cluster holds.
+
+The scenarios run on the test double always and on a real kube-apiserver when
+``KUBE_ASSETS_DIR`` is set (skipped, saying why, otherwise), except those about the
+runner's own machinery (kill, leader election, shutdown), which run on the double only.
+Waits poll with generous timeouts; nothing asserts on how long something took.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+from typing import Any
+
+import pytest
+from support.api_env import sample_documents
+from support.tls import make_server_tls
+from test_runner_support import (
+    GROUP_VERSION,
+    RunnerProcess,
+    api_env,
+    condition,
+    processes_naming,
+    settle_until,
+    start_real_apiserver,
+    wait_until,
+)
+
+from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+    CONFIG_BASE_LABEL,
+)
+
+FINALIZER = "glance.openstack.c5c3.io/finalizer"
+
+
+@pytest.fixture(scope="session")
+def real_apiserver():
+    server = start_real_apiserver()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
+def api(request, tmp_path):
+    yield from api_env(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def double_api(request, tmp_path):
+    """The test double only: for the runner's own machinery (kill, election, shutdown)."""
+    yield from api_env("double", request, tmp_path)
+
+
+@pytest.fixture
+def runners(tmp_path):
+    """``runners(api, name, **options)`` starts a ``RunnerProcess``; all are stopped after."""
+    started: list[RunnerProcess] = []
+
+    def start(api, name: str = "runner", **options: Any) -> RunnerProcess:
+        runner = RunnerProcess(api, tmp_path, name, **options).start()
+        started.append(runner)
+        return runner
+
+    yield start
+    for runner in started:
+        runner.close()
+
+
+def second_backend(default: bool = False) -> dict:
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "GlanceBackend",
+        "metadata": {"name": "s3-second"},
+        "spec": {
+            "glanceRef": {"name": "glance"},
+            "type": "S3",
+            "isDefault": default,
+            "s3": {
+                "host": "http://rgw.storage.svc:8080",
+                "bucket": "glance-second",
+                "credentialsSecretRef": {"name": "glance-s3"},
+            },
+        },
+    }
+
+
+def config_maps(api) -> dict[str, dict]:
+    return {
+        c["metadata"]["name"]: c
+        for c in api.list("ConfigMap", selector=f"{CONFIG_BASE_LABEL}=glance-config")
+    }
+
+
+def default_backend_of(config_map: dict) -> str | None:
+    for line in config_map["data"]["glance-api.conf"].splitlines():
+        if line.startswith("default_backend"):
+            return line.split("=", 1)[1].strip()
+    return None
+
+
+def converged(api) -> bool:
+    ready = condition(api, "Glance", "glance", "DatabaseReady") == ("True", "DatabaseSynced")
+    ready = ready and condition(api, "Glance", "glance", "DeploymentReady")[0] == "True"
+    backend = condition(api, "GlanceBackend", "s3-default", "Ready")[0] == "True"
+    return ready and backend
+
+
+# -- on both API servers ----------------------------------------------------------------------
+
+
+def test_the_minimal_sample_converges(api, runners):
+    api.create_all(sample_documents())
+    runner = runners(api)
+    settle_until(api, lambda: converged(api), what="Glance and backend to converge")
+
+    glance = api.get("Glance", "glance")
+    assert glance["metadata"]["finalizers"] == [FINALIZER]
+    assert glance["status"]["observedGeneration"] == glance["metadata"]["generation"]
+    assert condition(api, "GlanceBackend", "s3-default", "ConfigProjected")[0] == "True"
+    if api.reaches_pods:
+        settle_until(api, lambda: condition(api, "Glance", "glance", "Ready")[0] == "True")
+    # The runner did it: its passes are counted, and it is ready.
+    assert runner.metric_total("controller_runtime_reconcile_total", controller="glance") > 0
+    assert runner.metric_total("glance_operator_playbook_runs_total", status="successful") > 0
+    assert runner.metric_total("controller_runtime_reconcile_total", result="error") == 0
+    assert runner.http_get("health", "/readyz") == (200, "ok")
+    assert runner.http_get("health", "/healthz") == (200, "ok")
+    started = runner.find("pass started", controller="glance")
+    assert started and all(line["key"] == f"{api.namespace}/glance" for line in started)
+    assert runner.terminate() == 0
+    assert runner.find("stopped")
+
+
+def test_flipping_the_default_backend_re_renders_the_parent(api, runners):
+    api.create_all(sample_documents())
+    runners(api)
+    first = wait_until(lambda: config_maps(api), what="the first config ConfigMap")
+    assert [default_backend_of(c) for c in first.values()] == ["s3-default"]
+
+    second = second_backend()
+    second["metadata"]["namespace"] = api.namespace
+    api.client.create(second)
+    wait_until(
+        lambda: condition(api, "GlanceBackend", "s3-second", "CredentialsReady")[0] == "True",
+        what="the second backend's pass",
+    )
+    api.merge_patch("GlanceBackend", "s3-default", {"spec": {"isDefault": False}})
+    api.merge_patch("GlanceBackend", "s3-second", {"spec": {"isDefault": True}})
+
+    def new_config():
+        fresh = {name: c for name, c in config_maps(api).items() if name not in first}
+        return [c for c in fresh.values() if default_backend_of(c) == "s3-second"]
+
+    [rendered] = settle_until(api, new_config, what="a config naming s3-second the default")
+    assert "s3-second:s3" in rendered["data"]["glance-api.conf"]  # enabled_backends
+    assert condition(api, "Glance", "glance", "BackendsReady") == ("True", "AllBackendsProjected")
+
+
+def test_deleting_the_glance_runs_the_finalizer_pass(api, runners):
+    api.create_all(sample_documents())
+    runner = runners(api)
+    wait_until(lambda: config_maps(api), what="the first pass")
+    assert api.get("Glance", "glance")["metadata"]["finalizers"] == [FINALIZER]
+
+    api.client.delete(GROUP_VERSION, "Glance", "glance", api.namespace)
+    wait_until(lambda: api.get("Glance", "glance") is None, what="the Glance to go")
+    runner.wait_for("pass started", controller="glance", finalizing=True)
+    assert not runner.find("pass failed")
+
+
+# -- the runner's machinery, on the double ---------------------------------------------------
+
+
+def test_a_runner_killed_mid_pass_converges_with_no_extra_rollout(double_api, runners):
+    api = double_api
+    api.create_all(sample_documents())
+    first = runners(api, "first")
+    settle_until(api, lambda: api.get("Deployment", "glance"), what="the Deployment")
+    before = api.get("Deployment", "glance")
+    assert before["metadata"]["generation"] == 1
+
+    # The Deployment becomes ready: that wakes the Glance; kill the runner mid-pass.
+    passes = first.passes_started()
+    api.settle()
+    first.wait_for("pass started", controller="glance", after=passes)
+    first.kill()
+    assert not processes_naming(str(first.runner_dir))
+    started = len(first.find("pass started", controller="glance"))
+    finished = len(first.find("pass finished", controller="glance"))
+    assert finished < started  # the last pass never finished
+
+    second = runners(api, "second")
+    settle_until(api, lambda: converged(api), what="convergence after the restart")
+    wait_until(lambda: second.find("pass finished", controller="glance", changed=0))
+    after = api.get("Deployment", "glance")
+    assert after["metadata"]["generation"] == 1  # no rollout: applied once, never changed
+    assert after["spec"]["template"] == before["spec"]["template"]
+    assert len(config_maps(api)) == 1
+
+
+def test_only_the_leader_reconciles_and_a_standby_takes_over(double_api, runners):
+    api = double_api
+    lease = ("--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s")
+    timing = (*lease, "--leader-elect-retry-period=0.5s")
+    leader = runners(api, "leader", leader_elect=True, args=timing)
+    leader.wait_for("leader election won")
+    standby = runners(api, "standby", leader_elect=True, args=timing)
+    standby.wait_for("waiting for the Lease")
+    assert standby.http_get("health", "/readyz") == (200, "ok")  # a standby is ready
+
+    api.create_all(sample_documents())
+    wait_until(lambda: config_maps(api), what="the leader's first passes")
+    wait_until(lambda: leader.metric_total("controller_runtime_reconcile_total") > 0)
+    assert standby.metric_total("controller_runtime_reconcile_total") == 0
+    assert standby.metric_total("glance_operator_playbook_runs_total") == 0
+    assert standby.metric_total("leader_election_master_status") == 0
+    assert leader.metric_total("leader_election_master_status") == 1
+
+    # SIGTERM: the leader releases the Lease; the standby takes over and reconciles.
+    assert leader.terminate() == 0
+    assert leader.find("leader election released")
+    standby.wait_for("leader election won")
+    wait_until(lambda: standby.metric_total("controller_runtime_reconcile_total") > 0)
+    identity = standby.wait_for("waiting for the Lease")["identity"]
+    holder = api.client.get(
+        "coordination.k8s.io/v1", "Lease", "c5c3-glance-operator", api.namespace
+    )
+    assert holder["spec"]["holderIdentity"] == identity
+
+    # SIGKILL: no release; the next standby takes over once the Lease has run out.
+    third = runners(api, "third", leader_elect=True, args=timing)
+    third.wait_for("waiting for the Lease")
+    standby.kill()
+    third.wait_for("leader election won")
+    wait_until(lambda: third.metric_total("controller_runtime_reconcile_total") > 0)
+    lease_now = api.client.get(
+        "coordination.k8s.io/v1", "Lease", "c5c3-glance-operator", api.namespace
+    )
+    assert lease_now["spec"]["leaseTransitions"] >= 2
+
+
+def test_sigterm_lets_a_running_pass_finish_within_the_grace_period(double_api, runners):
+    api = double_api
+    api.create_all(sample_documents())
+    runner = runners(api, args=("--graceful-shutdown-timeout=90s",))
+    runner.wait_for("pass started", controller="glance")
+    assert runner.terminate() == 0
+    lines = [line["msg"] for line in runner.lines()]
+    assert lines.index("stopping") < lines.index("pass finished") < lines.index("stopped")
+    assert "pass abandoned" not in lines
+    assert not processes_naming(str(runner.runner_dir))
+
+
+def test_sigterm_abandons_a_pass_after_the_grace_period(double_api, runners):
+    api = double_api
+    api.create_all(sample_documents())
+    runner = runners(api, args=("--graceful-shutdown-timeout=0s",))
+    runner.wait_for("pass started", controller="glance")
+    assert runner.terminate() == 0
+    messages = [line["msg"] for line in runner.lines()]
+    assert "abandoning running passes" in messages
+    assert "pass abandoned" in messages
+    assert messages[-1] == "stopped"
+    # Ansible was stopped through its process group: nothing of the pass is left running.
+    assert not processes_naming(str(runner.runner_dir))
+
+
+def test_the_webhook_is_served_when_its_certificate_is_there(double_api, runners, tmp_path):
+    tls = make_server_tls(tmp_path / "certs")
+    runner = runners(
+        double_api,
+        env={"WEBHOOK_CERT_DIR": str(tmp_path / "certs")},
+        args=("--metrics-bind-address=0",),
+    )
+    serving = runner.wait_for("serving")
+    context = ssl.create_default_context(cafile=str(tls.ca_file))
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", serving["port"], context=context, timeout=10
+    )
+    connection.request("POST", "/validate-glance-openstack-c5c3-io-v1alpha1-glance", body=b"{}")
+    answer = connection.getresponse()
+    assert answer.status == 400  # an empty review: the webhook is there and answers
+    connection.close()
+    assert not runner.find("serving metrics")  # 0 turns the metrics listener off
+
+    plain = runners(double_api, "plain")
+    plain.wait_for("admission webhook not served: no tls.crt and tls.key in its cert dir")

@@ -1,0 +1,299 @@
+"""What the runner scenarios share (no tests here): the API servers, ``python -m runner`` as
+a child process, waiting, and reading its log and its metrics.
+
+The runner is started exactly as the manager Deployment starts it, with the test's
+kubeconfig, namespace and 127.0.0.1 addresses; its log (JSON lines) goes to a file the test
+reads. Every process a test starts is stopped in the fixture's teardown: the runner with
+SIGKILL if SIGTERM did not end it, and every ansible-playbook it left (found by its private
+data dir on the command line, as ansible-runner starts them in sessions of their own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from integration.kube_harness import KubeApiServer, assets_dir
+from support.api_env import ApiEnv, HealthServer
+from support.fake_apiserver import FakeAPIServer
+
+from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
+from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
+
+ROOT = Path(__file__).resolve().parents[2]
+WATCHES = ROOT / "watches.yaml"
+GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
+_namespaces = itertools.count(1)
+
+# -- API servers --------------------------------------------------------------------------
+
+
+def start_real_apiserver():
+    """A kube-apiserver with both CRDs (skips the test, saying why, without the binaries)."""
+    path, reason = assets_dir()
+    if path is None:
+        pytest.skip(reason)
+    server = KubeApiServer(path)
+    server.start()
+    for crd in load_crds().values():
+        server.install_crd(crd)
+    return server
+
+
+def api_env(kind: str, request, tmp_path: Path) -> Iterator[ApiEnv]:
+    """An ``ApiEnv`` with an empty namespace of its own (``tests/reconcile``'s pattern): the
+    test double, or the session's real kube-apiserver (fixture ``real_apiserver``)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    health = HealthServer()
+    try:
+        if kind == "double":
+            with FakeAPIServer(bookmark_interval=1.0) as double:
+                double.write_kubeconfig(kubeconfig)
+                client = KubeClient.from_environment(str(kubeconfig))
+                yield ApiEnv("double", kubeconfig, client, double=double, health=health)
+        else:
+            server = request.getfixturevalue("real_apiserver")
+            server.write_kubeconfig(kubeconfig)
+            client = KubeClient.from_environment(str(kubeconfig))
+            namespace = f"runner-{next(_namespaces)}"
+            yield ApiEnv("kube-apiserver", kubeconfig, client, namespace=namespace)
+    finally:
+        health.stop()
+
+
+# -- waiting ------------------------------------------------------------------------------
+
+
+def wait_until[T](
+    probe: Callable[[], T], timeout: float = 120.0, interval: float = 0.25, what: str = ""
+) -> T:
+    """Poll ``probe`` until it returns something true; that value. Fails after ``timeout``
+    seconds (generous: the assertion is on the outcome, never on the time it took)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or probe}: last {last!r}")
+
+
+def settle_until[T](
+    api: ApiEnv,
+    probe: Callable[[], T],
+    timeout: float = 150.0,
+    what: str = "",
+    jobs: str = "Complete",
+) -> T:
+    """Play kubelet and the controllers (``ApiEnv.settle``) until ``probe`` holds."""
+
+    def step() -> T:
+        api.settle(jobs=jobs)
+        return probe()
+
+    return wait_until(step, timeout, 0.5, what)
+
+
+def condition(api: ApiEnv, kind: str, name: str, type_: str) -> tuple[str | None, str | None]:
+    found = api.condition(kind, name, type_)
+    return found.get("status"), found.get("reason")
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+def processes_naming(marker: str) -> list[int]:
+    """Every process whose command line contains ``marker``."""
+    found = []
+    needle = marker.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_processes_naming(marker: str) -> None:
+    """SIGKILL every process naming ``marker``, with its process group, until none is left."""
+    for _ in range(50):
+        pids = processes_naming(marker)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+        time.sleep(0.1)
+
+
+class RunnerProcess:
+    """``python -m runner`` against ``api``, watching its namespace."""
+
+    def __init__(
+        self,
+        api: ApiEnv,
+        tmp_path: Path,
+        name: str = "runner",
+        *,
+        leader_elect: bool = False,
+        env: dict[str, str] | None = None,
+        args: tuple[str, ...] = (),
+    ) -> None:
+        self.api = api
+        self.name = name
+        self.log_path = tmp_path / f"{name}.log"
+        self.runner_dir = tmp_path / f"{name}-dir"
+        self.environment = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG", "ANSIBLE_CONFIG", "WATCH_NAMESPACE")
+        }
+        self.environment.update(
+            {
+                "PYTHONPATH": os.pathsep.join([str(ROOT / ".collections"), str(ROOT)]),
+                "KUBECONFIG": str(api.kubeconfig),
+                "WATCH_NAMESPACE": api.namespace,
+                "POD_NAMESPACE": api.namespace,
+                "LEADER_ELECT": "true" if leader_elect else "false",
+                "METRICS_BIND_ADDRESS": "127.0.0.1:0",
+                "HEALTH_PROBE_BIND_ADDRESS": "127.0.0.1:0",
+                "WEBHOOK_HOST": "127.0.0.1",
+                "WEBHOOK_PORT": "0",
+                "WEBHOOK_CERT_DIR": str(tmp_path / f"{name}-no-certs"),
+                "LOG_LEVEL": "debug",
+                **(env or {}),
+            }
+        )
+        self.args = ("--watches-file", str(WATCHES), "--runner-dir", str(self.runner_dir), *args)
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> RunnerProcess:
+        log = self.log_path.open("ab")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "runner", *self.args],
+                cwd=ROOT,
+                env=self.environment,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    # -- the log ------------------------------------------------------------------------------
+    def lines(self) -> list[dict[str, Any]]:
+        out = []
+        if not self.log_path.exists():
+            return out
+        for raw in self.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(raw)
+                if isinstance(record, dict):
+                    out.append(record)
+        return out
+
+    def find(self, msg: str, **fields: Any) -> list[dict[str, Any]]:
+        return [
+            line
+            for line in self.lines()
+            if line.get("msg") == msg and all(line.get(k) == v for k, v in fields.items())
+        ]
+
+    def wait_for(self, msg: str, timeout: float = 120.0, after: int = 0, **fields: Any) -> dict:
+        """The first log line ``msg`` (with ``fields``) beyond the first ``after`` of them."""
+
+        def probe():
+            self.assert_running_or_exited_cleanly()
+            found = self.find(msg, **fields)
+            return found[after] if len(found) > after else None
+
+        return wait_until(probe, timeout, 0.1, f"{self.name} to log {msg!r} {fields}")
+
+    def assert_running_or_exited_cleanly(self) -> None:
+        if self.process is not None and self.process.poll() not in (None, 0):
+            tail = self.log_path.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"{self.name} exited {self.process.returncode}:\n{tail}")
+
+    def passes_started(self, kind: str = "glance") -> int:
+        return len(self.find("pass started", controller=kind))
+
+    # -- endpoints ---------------------------------------------------------------------------------
+    def url(self, which: str, path: str) -> str:
+        message = {"metrics": "serving metrics", "health": "serving health probes"}[which]
+        address = self.wait_for(message, timeout=60)["address"]
+        return f"http://{address}{path}"
+
+    def http_get(self, which: str, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(self.url(which, path), timeout=10) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def metric_total(self, name: str, **labels: str) -> float:
+        """The sum of a metric's samples whose labels include ``labels``."""
+        _, text = self.http_get("metrics", "/metrics")
+        return metric_sum(text, name, **labels)
+
+    # -- stopping ----------------------------------------------------------------------------------
+    def terminate(self, timeout: float = 90.0) -> int:
+        """SIGTERM, then the exit code (the runner drains for its grace period first)."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the runner and every process of its passes, as a pod kill would."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
+        kill_processes_naming(str(self.runner_dir))
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.terminate(timeout=15)
+        self.kill()
+
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if not match or match.group(1) != name:
+            continue
+        found = dict(_LABEL.findall(match.group(3) or ""))
+        if all(found.get(k) == v for k, v in labels.items()):
+            total += float(match.group(4))
+    return total
