@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -61,6 +62,7 @@ class Informer:
         label_selector: str | None = None,
         transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         watch_timeout: tuple[int, int] = (MIN_WATCH_TIMEOUT, 2 * MIN_WATCH_TIMEOUT),
+        backoff: tuple[float, float] = (BACKOFF_START, BACKOFF_CAP),
         rng: random.Random | None = None,
     ) -> None:
         self.client = client
@@ -71,6 +73,7 @@ class Informer:
         self.label_selector = label_selector or None
         self.transform = transform
         self.watch_timeout = watch_timeout
+        self.backoff = backoff
         self.rng = rng or random.Random()
         self.synced = threading.Event()
         self.lists = 0
@@ -111,16 +114,19 @@ class Informer:
 
     # -- the loop --------------------------------------------------------------------------
     def _run(self) -> None:
-        backoff = BACKOFF_START
+        start, cap = self.backoff
+        backoff = start
         need_list = True
         while not self._stop.is_set():
             try:
                 if need_list:
                     self._list()
                     need_list = False
-                    backoff = BACKOFF_START
-                self._watch()
-                backoff = BACKOFF_START
+                    backoff = start
+                began = time.monotonic()
+                if self._watch() == 0 and time.monotonic() - began < 1.0:
+                    self._stop.wait(start)  # a stream that ends at once: do not spin
+                backoff = start
             except _Gone:
                 log.info(
                     "watch expired, listing again",
@@ -140,7 +146,7 @@ class Informer:
                 if isinstance(error, ApiError) and error.code == 410:
                     need_list = True
                 self._stop.wait(backoff)
-                backoff = min(backoff * 2, BACKOFF_CAP)
+                backoff = min(backoff * 2, cap)
 
     def _list(self) -> None:
         answer = self.client.list_object(
@@ -170,7 +176,8 @@ class Informer:
             self.synced.set()
             log.info("synced", informer=self.name, objects=len(listed))
 
-    def _watch(self) -> None:
+    def _watch(self) -> int:
+        """Watch until the stream ends; how many events it brought."""
         low, high = self.watch_timeout
         timeout = self.rng.randint(low, high) if high > low else low
         self.watches += 1
@@ -182,10 +189,12 @@ class Informer:
             label_selector=self.label_selector,
             timeout_seconds=timeout,
         )
+        events = 0
         try:
             for event in stream:
                 if self._stop.is_set():
-                    return
+                    return events
+                events += 1
                 self._handle(event)
         except ApiError as error:
             if error.code == 410:
@@ -195,6 +204,7 @@ class Informer:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
+        return events
 
     def _handle(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")

@@ -1,0 +1,619 @@
+"""The runner's decisions without a server: which event wakes which key, the predicates,
+the finalizer handling of a reconcile, and what follows a pass (requeue or backoff)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import ApiError
+from runner import controller as ctl
+from runner.extravars import FailedTask, PlaybookStats, RunOutcome, run_outcome
+from runner.manager import Manager
+from runner.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER, RESULT_SUCCESS
+from runner.reconciler import Reconciler
+from runner.settings import parse_settings
+from runner.watches import GroupVersionKind, LabelSelector, load_watches
+from runner.workqueue import ManualClock, ObjectKey, WorkQueue, default_rate_limiter
+
+ROOT = Path(__file__).resolve().parents[2]
+GROUP = "glance.openstack.c5c3.io"
+GLANCE_WATCH, BACKEND_WATCH = load_watches(ROOT / "watches.yaml")
+WATCHED = {(w.gvk.group, w.gvk.kind): w for w in (GLANCE_WATCH, BACKEND_WATCH)}
+FINALIZER = "glance.openstack.c5c3.io/finalizer"
+
+
+def glance(**meta: Any) -> dict[str, Any]:
+    metadata = {
+        "name": "glance",
+        "namespace": "openstack",
+        "uid": "u1",
+        "generation": 1,
+        "resourceVersion": "10",
+        **meta,
+    }
+    return {
+        "apiVersion": f"{GROUP}/v1alpha1",
+        "kind": "Glance",
+        "metadata": metadata,
+        "spec": {"openStackRelease": "2026.2"},
+    }
+
+
+def backend(parent: str = "glance", credentials: str | None = None, **spec: Any) -> dict:
+    obj = {
+        "apiVersion": f"{GROUP}/v1alpha1",
+        "kind": "GlanceBackend",
+        "metadata": {"name": "s3", "namespace": "openstack", "generation": 1, "uid": "b1"},
+        "spec": {"glanceRef": {"name": parent}, "isDefault": True, **spec},
+    }
+    if credentials is not None:
+        obj["status"] = {"conditions": [{"type": "CredentialsReady", "status": credentials}]}
+    return obj
+
+
+def changed(obj: dict, **meta: Any) -> dict:
+    new = copy.deepcopy(obj)
+    new["metadata"].update(meta)
+    return new
+
+
+KEY = ObjectKey(GROUP, "Glance", "openstack", "glance")
+
+
+# -- the watched kinds ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "new", "old", "wanted"),
+    [
+        (ctl.ADDED, glance(), None, True),
+        (ctl.DELETED, None, glance(), True),
+        (ctl.MODIFIED, glance(generation=2), glance(), True),
+        (ctl.MODIFIED, glance(resourceVersion="11"), glance(), False),  # status write
+        (ctl.MODIFIED, glance(labels={"a": "b"}), glance(), False),
+        (ctl.MODIFIED, glance(finalizers=[FINALIZER]), glance(), False),  # our own add
+        (ctl.MODIFIED, glance(annotations={"a": "b"}), glance(), False),
+        (ctl.MODIFIED, glance(deletionTimestamp="2026-01-01T00:00:00Z"), glance(), True),
+        (ctl.MODIFIED, glance(uid="u2"), glance(), True),  # gone and back between looks
+        (ctl.MODIFIED, glance(generation=None), glance(generation=None), True),
+        (ctl.MODIFIED, glance(), None, True),
+    ],
+)
+def test_primary_predicate_is_ansible_operators(event, new, old, wanted):
+    assert ctl.primary_wants(GLANCE_WATCH, event, new, old) is wanted
+
+
+def test_annotation_changes_count_when_the_watch_asks_for_them():
+    watch = dataclasses.replace(GLANCE_WATCH, watch_annotations_changes=True)
+    assert ctl.primary_wants(watch, ctl.MODIFIED, glance(annotations={"a": "b"}), glance())
+
+
+def test_the_selector_filters_every_event_of_the_watched_kind():
+    watch = dataclasses.replace(GLANCE_WATCH, selector=LabelSelector({"team": "a"}))
+    assert not ctl.primary_wants(watch, ctl.ADDED, glance(), None)
+    assert not ctl.primary_wants(watch, ctl.MODIFIED, glance(generation=2), glance())
+    assert not ctl.primary_wants(watch, ctl.DELETED, None, glance())
+    assert ctl.primary_wants(watch, ctl.ADDED, glance(labels={"team": "a"}), None)
+
+
+def test_the_key_is_group_kind_namespace_name():
+    assert ctl.key_of(GLANCE_WATCH, glance()) == KEY
+    assert ctl.describe(KEY) == "openstack/glance"
+    assert ctl.controller_name(GLANCE_WATCH) == "glance"
+
+
+# -- a GlanceBackend wakes its Glance -------------------------------------------------------
+
+
+def parent(name: str = "glance") -> ObjectKey:
+    return ObjectKey(GROUP, "Glance", "openstack", name)
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "keys"),
+    [
+        (backend(), None, [parent()]),  # added
+        (None, backend(), [parent()]),  # deleted
+        (backend(isDefault=False), backend(), [parent()]),  # isDefault flipped
+        (backend(credentials="True"), backend(credentials="False"), [parent()]),
+        (backend(credentials="True"), backend(credentials="True"), []),  # ConfigProjected only
+        (changed(backend(), deletionTimestamp="2026-01-01T00:00:00Z"), backend(), [parent()]),
+        (backend("other"), backend("glance"), [parent("other"), parent("glance")]),
+        (backend(parent=""), None, []),
+    ],
+)
+def test_a_backend_event_wakes_its_parent_and_a_former_parent(new, old, keys):
+    assert ctl.parent_keys(BACKEND_WATCH, new, old, WATCHED) == keys
+
+
+def test_only_a_watched_parent_kind_is_woken():
+    assert (
+        ctl.parent_keys(BACKEND_WATCH, backend(), None, {(GROUP, "GlanceBackend"): BACKEND_WATCH})
+        == []
+    )
+    assert ctl.parent_keys(GLANCE_WATCH, glance(), None, WATCHED) == []
+
+
+# -- dependents ----------------------------------------------------------------------------
+
+
+def deployment(**status: Any) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "glance",
+            "namespace": "openstack",
+            "resourceVersion": "5",
+            "generation": 1,
+            "labels": {"app.kubernetes.io/managed-by": "glance-operator"},
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{GROUP}/v1alpha1",
+                    "kind": "Glance",
+                    "name": "glance",
+                    "controller": True,
+                }
+            ],
+            "managedFields": [{"manager": "m", "time": "2026-01-01T00:00:00Z"}],
+        },
+        "spec": {"replicas": 1},
+        "status": status,
+    }
+
+
+def bumped(obj: dict, path: tuple[str, ...] = (), value: Any = None) -> dict:
+    """``obj`` with a new resourceVersion and ``value`` at ``path``."""
+    new = copy.deepcopy(obj)
+    new["metadata"]["resourceVersion"] = str(int(new["metadata"]["resourceVersion"]) + 1)
+    if path:
+        node = new
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return new
+
+
+READY = {
+    "observedGeneration": 1,
+    "replicas": 1,
+    "readyReplicas": 1,
+    "updatedReplicas": 1,
+    "availableReplicas": 1,
+    "conditions": [{"type": "Available", "status": "True", "lastUpdateTime": "t1"}],
+}
+
+
+def job(*conditions: tuple[str, str], **status: Any) -> dict:
+    obj = deployment()
+    obj.update(apiVersion="batch/v1", kind="Job", spec={})
+    obj["status"] = {"conditions": [{"type": t, "status": s} for t, s in conditions], **status}
+    return obj
+
+
+def route(accepted: str | None, generation: int = 1) -> dict:
+    obj = deployment()
+    obj.update(apiVersion="gateway.networking.k8s.io/v1", kind="HTTPRoute", spec={})
+    conditions = (
+        []
+        if accepted is None
+        else [{"type": "Accepted", "status": accepted, "observedGeneration": generation}]
+    )
+    obj["status"] = {"parents": [{"parentRef": {"name": "public"}, "conditions": conditions}]}
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("event", "new", "old", "wanted"),
+    [
+        (ctl.ADDED, deployment(), None, False),  # the pass created it
+        (ctl.DELETED, None, deployment(), True),  # someone deleted it: recreate
+        (ctl.MODIFIED, bumped(deployment(), ("spec", "replicas"), 3), deployment(), True),
+        (ctl.MODIFIED, bumped(deployment(), ("metadata", "labels"), {}), deployment(), True),
+        (ctl.MODIFIED, deployment(), deployment(), False),  # same resourceVersion
+        (ctl.MODIFIED, bumped(deployment(), ("status", "replicas"), 2), deployment(), True),
+        (ctl.MODIFIED, bumped(deployment(**READY)), deployment(), True),  # became ready
+        (
+            ctl.MODIFIED,
+            bumped(
+                deployment(
+                    **{
+                        **READY,
+                        "conditions": [
+                            {"type": "Available", "status": "True", "lastUpdateTime": "t2"}
+                        ],
+                    }
+                )
+            ),
+            deployment(**READY),
+            False,  # a status heartbeat, not readiness
+        ),
+        (
+            ctl.MODIFIED,
+            bumped(
+                deployment(), ("metadata", "managedFields"), [{"manager": "m", "time": "later"}]
+            ),
+            deployment(),
+            False,
+        ),
+        (ctl.MODIFIED, bumped(job(("Complete", "True"))), job(), True),
+        (ctl.MODIFIED, bumped(job(("Failed", "True"))), job(), True),
+        (ctl.MODIFIED, bumped(job(active=1)), job(), False),
+        (ctl.MODIFIED, bumped(route("True")), route(None), True),
+        (ctl.MODIFIED, bumped(route("True", 2)), route("True", 1), True),
+    ],
+)
+def test_dependent_predicate_and_readiness(event, new, old, wanted):
+    compact_new = None if new is None else ctl.compact_dependent(new)
+    compact_old = None if old is None else ctl.compact_dependent(old)
+    assert ctl.dependent_wants(event, compact_new, compact_old) is wanted
+
+
+def test_a_compact_dependent_keeps_no_data():
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "openstack", "resourceVersion": "1"},
+        "data": {"password": "c2VjcmV0"},
+    }
+    compact = ctl.compact_dependent(secret)
+    assert "c2VjcmV0" not in repr(compact)
+    assert set(compact) == {"apiVersion", "kind", "metadata", "digest", "readiness"}
+
+
+def test_a_dependent_wakes_its_controlling_owner_only():
+    assert ctl.owner_keys(deployment(), WATCHED) == [KEY]
+    not_controller = deployment()
+    not_controller["metadata"]["ownerReferences"][0]["controller"] = False
+    assert ctl.owner_keys(not_controller, WATCHED) == []
+    foreign = deployment()
+    foreign["metadata"]["ownerReferences"][0].update(apiVersion="apps/v1", kind="ReplicaSet")
+    assert ctl.owner_keys(foreign, WATCHED) == []
+    quiet = {
+        **WATCHED,
+        (GROUP, "Glance"): dataclasses.replace(GLANCE_WATCH, watch_dependent_resources=False),
+    }
+    assert ctl.owner_keys(deployment(), quiet) == []
+
+
+def test_the_dependent_kinds_are_what_a_glance_pass_writes():
+    kinds = ctl.dependent_kinds([GLANCE_WATCH])
+    assert ("apps/v1", "Deployment") in kinds and ("batch/v1", "Job") in kinds
+    assert ("v1", "Secret") in kinds and ("gateway.networking.k8s.io/v1", "HTTPRoute") in kinds
+    assert len(kinds) == len(set(kinds))
+    blacklisted = dataclasses.replace(
+        GLANCE_WATCH, blacklist=(GroupVersionKind("", "v1", "Secret"),)
+    )
+    assert ("v1", "Secret") not in ctl.dependent_kinds(
+        [blacklisted, dataclasses.replace(BACKEND_WATCH, watch_dependent_resources=False)]
+    )
+    assert (
+        ctl.dependent_kinds([dataclasses.replace(GLANCE_WATCH, watch_dependent_resources=False)])
+        == []
+    )
+
+
+# -- the finalizer ---------------------------------------------------------------------------
+
+DELETING = "2026-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("watch", "meta", "step"),
+    [
+        (GLANCE_WATCH, {}, ctl.ADD_FINALIZER),
+        (GLANCE_WATCH, {"finalizers": [FINALIZER]}, ctl.RUN),
+        (GLANCE_WATCH, {"finalizers": [FINALIZER], "deletionTimestamp": DELETING}, ctl.FINALIZE),
+        (GLANCE_WATCH, {"finalizers": ["other"], "deletionTimestamp": DELETING}, ctl.SKIP),
+        (BACKEND_WATCH, {}, ctl.RUN),
+        (BACKEND_WATCH, {"finalizers": ["other"], "deletionTimestamp": DELETING}, ctl.SKIP),
+    ],
+)
+def test_how_a_pass_begins(watch, meta, step):
+    assert ctl.first_step(watch, glance(**meta)) == step
+
+
+def test_finalizer_patches_carry_the_resource_version():
+    assert ctl.finalizer_patch(glance(finalizers=["other"]), FINALIZER, add=True) == {
+        "metadata": {"finalizers": ["other", FINALIZER], "resourceVersion": "10"}
+    }
+    assert ctl.finalizer_patch(glance(finalizers=["other", FINALIZER]), FINALIZER, add=False) == {
+        "metadata": {"finalizers": ["other"], "resourceVersion": "10"}
+    }
+    assert ctl.finalizer_patch(glance(finalizers=[FINALIZER]), FINALIZER, add=True) is None
+    assert ctl.finalizer_patch(glance(), FINALIZER, add=False) is None
+
+
+# -- what follows a pass ------------------------------------------------------------------------
+
+STATS = PlaybookStats(ok=3)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "period", "expected"),
+    [
+        (RunOutcome(STATS, (), None), 36000.0, ctl.Requeue(ctl.FORGET, 36000.0, RESULT_SUCCESS)),
+        (RunOutcome(STATS, (), None), 0.0, ctl.Requeue(ctl.FORGET, None, RESULT_SUCCESS)),
+        (RunOutcome(STATS, (), 30.0), 36000.0, ctl.Requeue(ctl.AFTER, 30.0, RESULT_REQUEUE_AFTER)),
+        (
+            RunOutcome(STATS, (), None, requeue=True),
+            0.0,
+            ctl.Requeue(ctl.RATE_LIMITED, None, RESULT_REQUEUE),
+        ),
+        (
+            RunOutcome(STATS, (), 5.0, requeue=True),
+            0.0,
+            ctl.Requeue(ctl.RATE_LIMITED, None, RESULT_REQUEUE),
+        ),
+        (
+            RunOutcome(STATS, (FailedTask("t", "a", "localhost", "boom"),), 30.0),
+            0.0,
+            ctl.Requeue(ctl.RATE_LIMITED, None, RESULT_ERROR),
+        ),
+        (
+            RunOutcome(None, (), None),
+            0.0,
+            ctl.Requeue(ctl.RATE_LIMITED, None, RESULT_ERROR),
+        ),  # killed
+    ],
+)
+def test_what_follows_a_pass(outcome, period, expected):
+    assert ctl.after_pass(outcome, period) == expected
+
+
+def recap(requeue_after: Any) -> dict:
+    return {
+        "event": "playbook_on_stats",
+        "event_data": {"ok": {"localhost": 1}, "artifact_data": {"requeue_after": requeue_after}},
+    }
+
+
+def test_requeue_after_zero_asks_to_come_back_at_once():
+    outcome = run_outcome([recap(0)])
+    assert outcome.requeue and outcome.requeue_after is None and outcome.succeeded
+    assert not run_outcome([recap(30)]).requeue
+    assert ctl.after_pass(outcome, 0.0).how == ctl.RATE_LIMITED
+
+
+def test_backoff_doubles_from_5ms_to_the_30s_cap_and_a_success_resets_it():
+    assert parse_settings([], environ={}, concurrency=1).max_backoff == 30.0
+    clock = ManualClock()
+    queue = WorkQueue(clock=clock, rate_limiter=default_rate_limiter(clock, cap=30.0))
+    limiter = queue.rate_limiter.limiters[0]
+    for _ in range(15):
+        Manager._requeue(queue, KEY, ctl.ERROR)
+    assert queue.retries(KEY) == 15
+    assert limiter.when(KEY) == 30.0  # 5 ms * 2**15 is far beyond the cap
+    Manager._requeue(queue, KEY, ctl.Requeue(ctl.AFTER, 10.0, RESULT_REQUEUE_AFTER))
+    assert queue.retries(KEY) == 0
+    assert limiter.when(KEY) == 0.005
+
+
+def test_a_requeue_request_comes_back_after_its_delay_and_the_earliest_wins():
+    clock = ManualClock()
+    queue = WorkQueue(clock=clock, rate_limiter=default_rate_limiter(clock, cap=30.0))
+    Manager._requeue(queue, KEY, ctl.Requeue(ctl.FORGET, 36000.0, RESULT_SUCCESS))
+    Manager._requeue(queue, KEY, ctl.Requeue(ctl.AFTER, 10.0, RESULT_REQUEUE_AFTER))
+    assert queue.get(timeout=0) is None
+    clock.advance(10.0)
+    assert queue.get(timeout=0) == KEY
+
+
+# -- a reconcile, with a stub API and a stub playbook ----------------------------------------
+
+
+class StubClient:
+    """``get``/``patch`` over a dict of objects, recording the patches."""
+
+    def __init__(self, *objects: dict) -> None:
+        self.objects = {
+            (o["metadata"]["namespace"], o["metadata"]["name"]): copy.deepcopy(o) for o in objects
+        }
+        self.patches: list[dict] = []
+        self.conflicts = 0
+        self.fail_reads = False
+
+    def get(self, api_version, kind, name, namespace=None):
+        if self.fail_reads:
+            raise ApiError(500, {"message": "etcd is away"}, "GET", "/x")
+        obj = self.objects.get((namespace, name))
+        return copy.deepcopy(obj) if obj else None
+
+    def patch(self, api_version, kind, name, namespace, patch):
+        self.patches.append(copy.deepcopy(patch))
+        live = self.objects.get((namespace, name))
+        if live is None:
+            raise ApiError(404, {"reason": "NotFound"}, "PATCH", "/x")
+        if self.conflicts:
+            self.conflicts -= 1
+            live["metadata"]["resourceVersion"] = str(int(live["metadata"]["resourceVersion"]) + 1)
+            raise ApiError(409, {"reason": "Conflict"}, "PATCH", "/x")
+        if patch["metadata"]["resourceVersion"] != live["metadata"]["resourceVersion"]:
+            raise ApiError(409, {"reason": "Conflict"}, "PATCH", "/x")
+        live["metadata"]["finalizers"] = patch["metadata"]["finalizers"]
+        live["metadata"]["resourceVersion"] = str(int(live["metadata"]["resourceVersion"]) + 1)
+        if live["metadata"].get("deletionTimestamp") and not live["metadata"]["finalizers"]:
+            del self.objects[(namespace, name)]
+        return copy.deepcopy(live)
+
+
+@dataclasses.dataclass
+class StubRun:
+    outcome: RunOutcome
+    status: str = "successful"
+    rc: int = 0
+    ident: str = "1"
+    seconds: float = 0.1
+    cancelled: bool = False
+    stdout_tail: str = ""
+
+
+class StubPlaybook:
+    """Records the objects it was run with; ``effect(obj)`` plays the playbook's writes."""
+
+    def __init__(self, outcome: RunOutcome | None = None, effect=None, cancelled: bool = False):
+        self.outcome = outcome or RunOutcome(STATS, (), None)
+        self.effect = effect
+        self.cancelled = cancelled
+        self.runs: list[dict] = []
+        self.forgotten: list[ObjectKey] = []
+
+    def run(self, watch, key, obj, cancel):
+        self.runs.append(copy.deepcopy(obj))
+        if self.effect:
+            self.effect(obj)
+        return StubRun(self.outcome, cancelled=self.cancelled)
+
+    def forget(self, watch, key):
+        self.forgotten.append(key)
+
+
+def reconcile(client, playbook, watch=GLANCE_WATCH, key=KEY):
+    return Reconciler(watch, client, playbook, 36000.0).reconcile(key, threading.Event())
+
+
+def test_a_glance_without_the_finalizer_gets_it_before_its_pass():
+    client, playbook = StubClient(glance()), StubPlaybook(RunOutcome(STATS, (), 30.0))
+    result = reconcile(client, playbook)
+    assert client.patches == [{"metadata": {"finalizers": [FINALIZER], "resourceVersion": "10"}}]
+    [ran] = playbook.runs
+    assert ran["metadata"]["finalizers"] == [FINALIZER]  # the pass sees the updated object
+    assert ran["metadata"]["resourceVersion"] == "11"
+    assert result.requeue == ctl.Requeue(ctl.AFTER, 30.0, RESULT_REQUEUE_AFTER)
+
+
+def test_a_refused_finalizer_write_is_an_error_and_no_pass_runs():
+    client, playbook = StubClient(glance()), StubPlaybook()
+    client.conflicts = 1
+    assert reconcile(client, playbook).requeue == ctl.ERROR
+    assert playbook.runs == []
+
+
+def test_a_gone_object_is_done_and_forgotten():
+    playbook = StubPlaybook()
+    result = reconcile(StubClient(), playbook)
+    assert result.requeue == ctl.DONE and not result.ran_pass
+    assert playbook.runs == [] and playbook.forgotten == [KEY]
+
+
+def test_an_unreadable_object_is_an_error():
+    client = StubClient(glance())
+    client.fail_reads = True
+    assert reconcile(client, StubPlaybook()).requeue == ctl.ERROR
+
+
+def test_terminating_without_our_finalizer_runs_nothing():
+    playbook = StubPlaybook()
+    result = reconcile(
+        StubClient(glance(deletionTimestamp=DELETING, finalizers=["other"])), playbook
+    )
+    assert result.requeue == ctl.DONE and playbook.runs == []
+
+
+def deleting() -> dict:
+    return glance(deletionTimestamp=DELETING, finalizers=[FINALIZER, "other"])
+
+
+def test_the_deletion_pass_runs_then_the_runner_releases_the_finalizer():
+    client, playbook = StubClient(deleting()), StubPlaybook()
+    result = reconcile(client, playbook)
+    assert playbook.runs[0]["metadata"]["deletionTimestamp"] == DELETING
+    assert client.patches == [{"metadata": {"finalizers": ["other"], "resourceVersion": "10"}}]
+    assert result.requeue == ctl.Requeue(ctl.FORGET, None, RESULT_SUCCESS)  # no periodic pass
+
+
+def test_the_release_tolerates_a_playbook_that_released_it_already():
+    client = StubClient(deleting())
+
+    def release(obj):  # the playbook removes the finalizer itself
+        meta = client.objects[("openstack", "glance")]["metadata"]
+        meta["finalizers"] = ["other"]
+        meta["resourceVersion"] = "11"
+
+    reconcile(client, StubPlaybook(effect=release))
+    assert client.patches == []
+
+
+def test_the_release_tolerates_an_object_already_gone():
+    client = StubClient(glance(deletionTimestamp=DELETING, finalizers=[FINALIZER]))
+    playbook = StubPlaybook(effect=lambda obj: client.objects.clear())
+    result = reconcile(client, playbook)
+    assert result.requeue.result == RESULT_SUCCESS and client.patches == []
+    assert playbook.forgotten == [KEY]
+
+
+def test_the_release_retries_a_conflict_with_a_fresh_read():
+    client = StubClient(deleting())
+    client.conflicts = 1
+    result = reconcile(client, StubPlaybook())
+    assert result.requeue.result == RESULT_SUCCESS
+    assert [p["metadata"]["resourceVersion"] for p in client.patches] == ["10", "11"]
+    assert client.objects[("openstack", "glance")]["metadata"]["finalizers"] == ["other"]
+
+
+def test_a_failed_deletion_pass_keeps_the_finalizer():
+    failed = RunOutcome(STATS, (FailedTask("t", "a", "localhost", "boom"),), None)
+    client = StubClient(deleting())
+    result = reconcile(client, StubPlaybook(failed))
+    assert result.requeue == ctl.ERROR and client.patches == []
+
+
+def test_an_abandoned_pass_leaves_the_queue_alone():
+    result = reconcile(StubClient(glance(finalizers=[FINALIZER])), StubPlaybook(cancelled=True))
+    assert result.abandoned and result.requeue is None
+
+
+# -- the wiring: events into the queues -----------------------------------------------------------
+
+
+def manager(tmp_path) -> Manager:
+    settings = parse_settings(
+        ["--watches-file", str(ROOT / "watches.yaml"), "--runner-dir", str(tmp_path)],
+        environ={},
+        concurrency=1,
+    )
+    return Manager(settings, StubClient(), (GLANCE_WATCH, BACKEND_WATCH), environ={})
+
+
+def drain(manager: Manager, kind: str) -> list[ObjectKey]:
+    queue = manager.controllers[(GROUP, kind)].queue
+    out = []
+    while (key := queue.get(timeout=0)) is not None:
+        out.append(key)
+        queue.done(key)
+    return out
+
+
+def test_events_reach_the_right_queues(tmp_path):
+    m = manager(tmp_path)
+    m._primary_handler(BACKEND_WATCH)(ctl.ADDED, backend(), None)
+    assert drain(m, "GlanceBackend") == [ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")]
+    assert drain(m, "Glance") == [KEY]
+    m._dependent_handler(
+        ctl.MODIFIED,
+        ctl.compact_dependent(bumped(deployment(**READY))),
+        ctl.compact_dependent(deployment()),
+    )
+    m._dependent_handler(
+        ctl.MODIFIED,
+        ctl.compact_dependent(bumped(deployment(**READY))),
+        ctl.compact_dependent(deployment()),
+    )
+    assert drain(m, "Glance") == [KEY]  # coalesced
+    m._primary_handler(GLANCE_WATCH)(ctl.MODIFIED, glance(resourceVersion="12"), glance())
+    assert drain(m, "Glance") == []
+
+
+def test_a_standby_is_ready_and_a_leader_only_once_synced(tmp_path):
+    m = manager(tmp_path)
+    assert not m.ready()
+    m.started.set()
+    assert m.ready()  # a standby: leader election is on by default
+    m.leading.set()
+    assert not m.ready()  # the leader's informers have not synced

@@ -1,0 +1,248 @@
+"""The informer: list, watch from the list's version, restart where a watch stopped, relist
+on 410 Gone (reporting the differences as events), retry failures. With a scripted client
+(every path, deterministically) and on the API test double (the wire format)."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from support.fake_apiserver import FakeAPIServer
+from test_runner_support import wait_until
+
+from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import ApiError, KubeClient
+from runner.controller import ADDED, DELETED, MODIFIED
+from runner.informer import Informer
+
+
+def cm(name: str, rv: str, value: str = "") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
+        "data": {"v": value},
+    }
+
+
+def listed(rv: str, *items: dict) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": rv}, "items": [copy.deepcopy(i) for i in items]}
+
+
+def event(kind: str, obj: dict) -> dict[str, Any]:
+    return {"type": kind, "object": copy.deepcopy(obj)}
+
+
+GONE = {
+    "type": "ERROR",
+    "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"},
+}
+
+
+class ScriptedClient:
+    """``list_object`` answers the next list; ``watch`` plays the next script (events, or
+    exceptions to raise), then ends; once the scripts run out it blocks until released."""
+
+    def __init__(self, lists: list[Any], watches: list[list[Any]]) -> None:
+        self.lists = list(lists)
+        self.watches = list(watches)
+        self.watch_versions: list[str | None] = []
+        self.list_calls = 0
+        self.release = threading.Event()
+
+    def list_object(self, api_version, kind, namespace=None, label_selector=None):
+        self.list_calls += 1
+        answer = self.lists.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return copy.deepcopy(answer)
+
+    def watch(
+        self,
+        api_version,
+        kind,
+        namespace=None,
+        resource_version=None,
+        label_selector=None,
+        timeout_seconds=300,
+    ) -> Iterator[dict]:
+        self.watch_versions.append(resource_version)
+        if not self.watches:
+            self.release.wait(30)
+            return
+        for item in self.watches.pop(0):
+            if isinstance(item, Exception):
+                raise item
+            yield copy.deepcopy(item)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None, str | None]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, kind: str, new: dict | None, old: dict | None) -> None:
+        name = (new or old)["metadata"]["name"]
+        with self.lock:
+            self.events.append(
+                (
+                    kind,
+                    name,
+                    None if new is None else new["metadata"]["resourceVersion"],
+                    None if old is None else old["metadata"]["resourceVersion"],
+                )
+            )
+
+
+@pytest.fixture
+def informers():
+    started: list[tuple[Informer, ScriptedClient | None]] = []
+
+    def start(client, handler, **options) -> Informer:
+        informer = Informer(
+            client, "v1", "ConfigMap", "ns", handler, backoff=(0.01, 0.05), **options
+        ).start()
+        started.append((informer, client if isinstance(client, ScriptedClient) else None))
+        return informer
+
+    yield start
+    for informer, client in started:
+        informer.stop()
+        if client is not None:
+            client.release.set()
+        informer.stop(timeout=10)
+
+
+def test_it_lists_then_watches_and_restarts_where_the_watch_stopped(informers):
+    a1, a2 = cm("a", "5"), cm("a", "7", "x")
+    client = ScriptedClient(
+        [listed("5", a1)],
+        [
+            [event(MODIFIED, a2)],  # the stream ends: watch again from 7
+            [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}}],
+            [event(ADDED, cm("b", "10")), event(DELETED, cm("a", "11", "x"))],
+        ],
+    )
+    seen = Recorder()
+    informer = informers(client, seen)
+    wait_until(lambda: len(client.watch_versions) == 4, what="four watches")
+    assert informer.synced.is_set()
+    assert client.list_calls == 1  # never listed again
+    assert client.watch_versions == ["5", "7", "9", "11"]
+    assert seen.events == [
+        (ADDED, "a", "5", None),
+        (MODIFIED, "a", "7", "5"),
+        (ADDED, "b", "10", None),
+        (DELETED, "a", None, "7"),
+    ]
+    assert [o["metadata"]["name"] for o in informer.items()] == ["b"]
+
+
+def test_410_gone_relists_and_reports_the_differences(informers):
+    client = ScriptedClient(
+        [
+            listed("5", cm("a", "1"), cm("b", "2"), cm("d", "3")),
+            listed("20", cm("a", "15", "x"), cm("c", "16"), cm("d", "3")),
+        ],
+        [[GONE]],
+    )
+    seen = Recorder()
+    informers(client, seen)
+    wait_until(lambda: len(client.watch_versions) == 2, what="the watch after the relist")
+    assert client.list_calls == 2
+    assert client.watch_versions == ["5", "20"]
+    assert seen.events[3:] == [
+        (MODIFIED, "a", "15", "1"),
+        (ADDED, "c", "16", None),
+        (DELETED, "b", None, "2"),
+    ]  # d did not change: no event
+
+
+def test_a_410_answer_to_the_watch_request_relists_too(informers):
+    client = ScriptedClient(
+        [listed("5"), listed("30", cm("a", "29"))],
+        [[ApiError(410, {"reason": "Expired", "message": "too old"}, "GET", "/api/v1/configmaps")]],
+    )
+    seen = Recorder()
+    informers(client, seen)
+    wait_until(lambda: len(client.watch_versions) == 2)
+    assert client.watch_versions == ["5", "30"] and seen.events == [(ADDED, "a", "29", None)]
+
+
+def test_failures_are_retried_and_sync_waits_for_the_first_good_list(informers):
+    client = ScriptedClient(
+        [
+            ApiError(503, {"message": "etcd is away"}, "GET", "/x"),
+            ConnectionRefusedError(),
+            listed("5", cm("a", "5")),
+        ],
+        [[RuntimeError("stream broke")]],
+    )
+    seen = Recorder()
+    informer = informers(client, seen)
+    wait_until(informer.synced.is_set, what="the first good list")
+    wait_until(lambda: len(client.watch_versions) == 2)
+    assert client.list_calls == 3
+    assert client.watch_versions == ["5", "5"]  # a broken watch starts again from where it was
+
+
+def test_the_transform_shapes_what_is_kept_and_handed_out(informers):
+    client = ScriptedClient([listed("5", cm("a", "5", "secret"))], [])
+    kept = []
+    informer = informers(
+        client,
+        lambda kind, new, old: kept.append(new),
+        transform=lambda o: {"metadata": o["metadata"]},
+    )
+    wait_until(informer.synced.is_set)
+    assert kept == [{"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "5"}}]
+    assert informer.get("ns", "a") == kept[0]
+
+
+def test_a_failing_handler_does_not_stop_the_informer(informers):
+    client = ScriptedClient([listed("5", cm("a", "5"))], [[event(ADDED, cm("b", "6"))]])
+    calls = []
+
+    def handler(kind, new, old):
+        calls.append(new["metadata"]["name"])
+        raise ValueError("bug")
+
+    informers(client, handler)
+    wait_until(lambda: calls == ["a", "b"])
+
+
+def test_on_the_double_watches_restart_from_the_last_version_without_relisting(informers, tmp_path):
+    with FakeAPIServer(bookmark_interval=0.2) as double:
+        double.write_kubeconfig(tmp_path / "kubeconfig")
+        client = KubeClient.from_environment(str(tmp_path / "kubeconfig"))
+        for name in ("a", "b"):
+            client.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": "ns"},
+                }
+            )
+        seen = Recorder()
+        informer = informers(client, seen, watch_timeout=(1, 1))
+        wait_until(informer.synced.is_set)
+        watches = lambda: [r for r in double.requests if r.query.get("watch") == "true"]  # noqa: E731
+        wait_until(lambda: len(watches()) >= 2, what="a watch restart")
+        client.patch("v1", "ConfigMap", "a", "ns", {"data": {"v": "1"}})
+        client.delete("v1", "ConfigMap", "b", "ns")
+        client.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+        )
+        wait_until(lambda: len(seen.events) == 5, what="the changes")
+        kinds = [(kind, name) for kind, name, _, _ in seen.events]
+        assert kinds == [(ADDED, "a"), (ADDED, "b"), (MODIFIED, "a"), (DELETED, "b"), (ADDED, "c")]
+        lists = [
+            r
+            for r in double.requests
+            if r.method == "GET"
+            and r.query.get("watch") != "true"
+            and r.path.endswith("/configmaps")
+        ]
+        assert len(lists) == 1
+        assert all(r.query.get("resourceVersion") not in (None, "", "0") for r in watches())
+        assert sorted(o["metadata"]["name"] for o in informer.items()) == ["a", "c"]
