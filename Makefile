@@ -97,7 +97,13 @@ lock: ## Re-resolve requirements.in into requirements.txt, and the image's subse
 clean: ## Remove the environment, build output and caches
 	rm -rf $(VENV) .venv-glance .collections build out .pytest_cache .ruff_cache
 
+.PHONY: run
+run: venv ## Run the operator from this checkout against the cluster of KUBECONFIG (./watches.yaml) until SIGTERM/SIGINT; LEADER_ELECT defaults to false here
+	LEADER_ELECT=$${LEADER_ELECT:-false} PYTHONPATH=$(CURDIR)/.collections:$(CURDIR) \
+	  exec $(BIN)/python -m runner --watches-file ./watches.yaml
+
 .PHONY: bench
-bench: venv ## Benchmarks: print render and reconcile pass timings, process and write counts
+bench: venv ## Benchmarks: print render and reconcile pass timings, process and write counts, runner scale
 	$(BIN)/python tests/bench/bench_render.py
 	$(BIN)/python tests/bench/bench_reconcile.py
+	$(BIN)/python tests/bench/bench_runner_scale.py

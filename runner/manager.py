@@ -2,8 +2,13 @@
 
 One **controller** per ``watches.yaml`` entry (named after its lower-case kind): a work queue
 (``runner.workqueue``: level-triggered, one pass per key at a time, per-key exponential
-backoff capped at ``--max-backoff``), ``max_concurrent_reconciles`` worker threads, and a
-``Reconciler``. **Informers** feed the queues: one per watched kind and one per dependent
+backoff capped at ``--max-backoff``), worker threads (``max_concurrent_reconciles`` of the
+kind), and a ``Reconciler``. The passes of all kinds share ``--max-concurrent-reconciles``
+slots: an ansible-playbook run is CPU-bound, so the process never runs more at once than
+the CPUs it may use (ansible-operator bounds each kind alone; with two kinds that ran twice
+as many processes as CPUs, for longer passes and twice the memory).
+
+**Informers** feed the queues: one per watched kind and one per dependent
 kind (filtered by ``--dependent-label-selector``), in each watched namespace or cluster-wide;
 ``runner.controller`` decides which event wakes which key.
 
@@ -34,11 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner import controller as ctl
+from runner.extravars import RunOutcome
 from runner.informer import Informer
 from runner.leader import LeaderElector
 from runner.logs import Log
 from runner.metrics import CONTENT_TYPE, RunnerMetrics
-from runner.playbook import PlaybookRunner, checkout_ansible_cfg, run_environment
+from runner.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.probes import EndpointServer, check
 from runner.reconciler import Reconciled, Reconciler
 from runner.settings import Settings
@@ -117,6 +123,7 @@ class Manager:
         self.executor = PlaybookRunner(
             settings.runner_dir, envvars, settings.ansible_verbosity, self.environ
         )
+        self.slots = threading.Semaphore(settings.max_concurrent_reconciles)
         for watch in watches:
             name = ctl.controller_name(watch)
             clock = MonotonicClock()
@@ -128,7 +135,7 @@ class Manager:
             reconciler = Reconciler(
                 watch,
                 client,
-                _CountingExecutor(self.executor, self.runs_total, name),
+                _SlotExecutor(self.executor, self.slots, self.runs_total, name),
                 settings.reconcile_period,
                 on_gone=self._forget_metrics if watch.gvk.kind == "Glance" else None,
             )
@@ -460,17 +467,35 @@ class Manager:
         log.info("stopped")
 
 
-class _CountingExecutor:
-    """The playbook runner, counting runs per controller and status for ``/metrics``."""
+class _SlotExecutor:
+    """The playbook runner behind the process-wide pass slots, counting runs per controller
+    and status for ``/metrics``."""
 
-    def __init__(self, executor: PlaybookRunner, counter: Any, controller: str) -> None:
+    def __init__(
+        self, executor: PlaybookRunner, slots: threading.Semaphore, counter: Any, controller: str
+    ) -> None:
         self.executor = executor
+        self.slots = slots
         self.counter = counter
         self.controller = controller
         counter.initialize(controller=controller, status="successful")
 
-    def run(self, watch: Watch, key: ObjectKey, obj: Mapping[str, Any], cancel: threading.Event):
-        run = self.executor.run(watch, key, obj, cancel)
+    def run(
+        self, watch: Watch, key: ObjectKey, obj: Mapping[str, Any], cancel: threading.Event
+    ) -> PassRun:
+        while not self.slots.acquire(timeout=0.2):
+            if cancel.is_set():
+                return PassRun(
+                    RunOutcome(None, (), None), "canceled", None, "", 0.0, cancelled=True
+                )
+        try:
+            if cancel.is_set():
+                return PassRun(
+                    RunOutcome(None, (), None), "canceled", None, "", 0.0, cancelled=True
+                )
+            run = self.executor.run(watch, key, obj, cancel)
+        finally:
+            self.slots.release()
         self.counter.inc(controller=self.controller, status=run.status)
         return run
 

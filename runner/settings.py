@@ -216,7 +216,7 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         "--max-concurrent-reconciles",
         "MAX_CONCURRENT_RECONCILES",
         None,
-        "passes at once per kind (default: the CPU limit, else the CPU count)",
+        "passes at once, all kinds together (default: the CPU limit, else the CPU count)",
     ),
     ("--leader-elect", "LEADER_ELECT", "true", "true: only the Lease holder reconciles"),
     ("--leader-election-id", "LEADER_ELECTION_ID", DEFAULT_LEADER_ELECTION_ID, "the Lease's name"),

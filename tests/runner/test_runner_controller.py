@@ -617,3 +617,45 @@ def test_a_standby_is_ready_and_a_leader_only_once_synced(tmp_path):
     assert m.ready()  # a standby: leader election is on by default
     m.leading.set()
     assert not m.ready()  # the leader's informers have not synced
+
+
+def test_the_passes_of_all_kinds_share_the_process_wide_slots(tmp_path):
+    from runner.manager import _SlotExecutor
+
+    m = manager(tmp_path)
+    assert m.slots._value == 1  # --max-concurrent-reconciles, for both controllers together
+    running, most = [], []
+    lock = threading.Lock()
+
+    class Slow(StubPlaybook):
+        def run(self, watch, key, obj, cancel):
+            with lock:
+                running.append(key)
+                most.append(len(running))
+            threading.Event().wait(0.05)
+            with lock:
+                running.remove(key)
+            return StubRun(self.outcome)
+
+    counter = m.metrics.registry.counter("test_runs_total", "runs", ["controller", "status"])
+    glances = _SlotExecutor(Slow(), m.slots, counter, "glance")
+    backends = _SlotExecutor(Slow(), m.slots, counter, "glancebackend")
+    threads = [
+        threading.Thread(
+            target=executor.run,
+            args=(GLANCE_WATCH, KEY._replace(name=str(i)), {}, threading.Event()),
+        )
+        for i, executor in enumerate([glances, backends, glances, backends])
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert max(most) == 1 and len(most) == 4
+
+    cancel = threading.Event()
+    m.slots.acquire()  # every slot taken: a pass waits; cancelling abandons it
+    cancel.set()
+    run = glances.run(GLANCE_WATCH, KEY, {}, cancel)
+    m.slots.release()
+    assert run.cancelled and run.status == "canceled"
