@@ -175,30 +175,55 @@ def test_deleting_the_glance_runs_the_finalizer_pass(api, runners):
 # -- the runner's machinery, on the double ---------------------------------------------------
 
 
+def idle(runner) -> bool:
+    ended = runner.find("pass finished", controller="glance") + runner.find(
+        "pass failed", controller="glance"
+    )
+    return runner.passes_started() == len(ended)
+
+
+def kill_mid_pass(api, runner, trigger) -> None:
+    """``trigger()`` wakes the Glance; SIGKILL the runner (and its ansible processes, as a
+    pod kill does) as soon as that pass has started."""
+    passes = runner.passes_started()
+    trigger()
+    runner.wait_for("pass started", controller="glance", after=passes)
+    runner.kill()
+    assert not processes_naming(str(runner.runner_dir))
+    started = len(runner.find("pass started", controller="glance"))
+    finished = len(runner.find("pass finished", controller="glance"))
+    assert finished < started  # the last pass never finished
+
+
 def test_a_runner_killed_mid_pass_converges_with_no_extra_rollout(double_api, runners):
     api = double_api
     api.create_all(sample_documents())
     first = runners(api, "first")
-    settle_until(api, lambda: api.get("Deployment", "glance"), what="the Deployment")
-    before = api.get("Deployment", "glance")
-    assert before["metadata"]["generation"] == 1
+    wait_until(lambda: api.get("Job", "glance-db-sync"), what="the db-sync Job")
 
-    # The Deployment becomes ready: that wakes the Glance; kill the runner mid-pass.
-    passes = first.passes_started()
-    api.settle()
-    first.wait_for("pass started", controller="glance", after=passes)
-    first.kill()
-    assert not processes_naming(str(first.runner_dir))
-    started = len(first.find("pass started", controller="glance"))
-    finished = len(first.find("pass finished", controller="glance"))
-    assert finished < started  # the last pass never finished
-
+    # The Job completes: the pass it wakes creates the Deployment. Killed in that pass, the
+    # Deployment is there or not; the next runner must not write it twice.
+    kill_mid_pass(api, first, api.settle)
     second = runners(api, "second")
-    settle_until(api, lambda: converged(api), what="convergence after the restart")
-    wait_until(lambda: second.find("pass finished", controller="glance", changed=0))
+    settle_until(api, lambda: converged(api), what="convergence after the first kill")
+    converged_deployment = api.get("Deployment", "glance")
+    assert converged_deployment["metadata"]["generation"] == 1  # created once, never changed
+    assert len(config_maps(api)) == 1
+
+    # Converged, then a pass (the PDB deleted: the owner is woken) killed mid-way: the next
+    # runner puts the PDB back and leaves the Deployment as it was.
+    kill_mid_pass(
+        api,
+        second,
+        lambda: api.client.delete("policy/v1", "PodDisruptionBudget", "glance", api.namespace),
+    )
+    third = runners(api, "third")
+    settle_until(api, lambda: api.get("PodDisruptionBudget", "glance"), what="the PDB again")
+    settle_until(api, lambda: converged(api), what="convergence after the second kill")
+    wait_until(lambda: idle(third), what="the third runner's passes to end")
     after = api.get("Deployment", "glance")
-    assert after["metadata"]["generation"] == 1  # no rollout: applied once, never changed
-    assert after["spec"]["template"] == before["spec"]["template"]
+    assert after["metadata"]["generation"] == 1
+    assert after["spec"]["template"] == converged_deployment["spec"]["template"]
     assert len(config_maps(api)) == 1
 
 
