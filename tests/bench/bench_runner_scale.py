@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -155,7 +156,8 @@ def main() -> int:
         finally:
             code = runner.terminate(timeout=120)
             runner.kill()
-        health.stop()
+    health.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
     times = list(first.values())
     print(
