@@ -10,17 +10,11 @@ substitute for the real server.
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from integration.kube_harness import started_apiserver
-from support.api_env import ApiEnv, HealthServer
-from support.fake_apiserver import FakeAPIServer
+from support.api_env import api_env
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
-
-_namespaces = itertools.count(1)
 
 
 @pytest.fixture(scope="session")
@@ -32,19 +26,4 @@ def real_apiserver():
 @pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
 def api(request, tmp_path):
     """An ``ApiEnv`` with an empty namespace of its own."""
-    kubeconfig = tmp_path / "kubeconfig"
-    health = HealthServer()
-    try:
-        if request.param == "double":
-            with FakeAPIServer() as double:
-                double.write_kubeconfig(kubeconfig)
-                client = KubeClient.from_environment(str(kubeconfig))
-                yield ApiEnv("double", kubeconfig, client, double=double, health=health)
-        else:
-            server = request.getfixturevalue("real_apiserver")
-            server.write_kubeconfig(kubeconfig)
-            client = KubeClient.from_environment(str(kubeconfig))
-            namespace = f"reconcile-{next(_namespaces)}"
-            yield ApiEnv("kube-apiserver", kubeconfig, client, namespace=namespace)
-    finally:
-        health.stop()
+    yield from api_env(request.param, request, tmp_path, "reconcile")

@@ -26,11 +26,10 @@ from typing import Any
 
 import pytest
 from integration.kube_harness import KubeApiServer, assets_dir
-from support.api_env import ApiEnv, HealthServer
-from support.fake_apiserver import FakeAPIServer
+from support.api_env import ApiEnv
+from support.api_env import api_env as shared_api_env
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
 
 ROOT = Path(__file__).resolve().parents[2]
 WATCHES = ROOT / "watches.yaml"
@@ -53,24 +52,9 @@ def start_real_apiserver():
 
 
 def api_env(kind: str, request, tmp_path: Path) -> Iterator[ApiEnv]:
-    """An ``ApiEnv`` with an empty namespace of its own (``tests/reconcile``'s pattern): the
-    test double, or the session's real kube-apiserver (fixture ``real_apiserver``)."""
-    kubeconfig = tmp_path / "kubeconfig"
-    health = HealthServer()
-    try:
-        if kind == "double":
-            with FakeAPIServer(bookmark_interval=1.0) as double:
-                double.write_kubeconfig(kubeconfig)
-                client = KubeClient.from_environment(str(kubeconfig))
-                yield ApiEnv("double", kubeconfig, client, double=double, health=health)
-        else:
-            server = request.getfixturevalue("real_apiserver")
-            server.write_kubeconfig(kubeconfig)
-            client = KubeClient.from_environment(str(kubeconfig))
-            namespace = f"runner-{next(_namespaces)}"
-            yield ApiEnv("kube-apiserver", kubeconfig, client, namespace=namespace)
-    finally:
-        health.stop()
+    """An ``ApiEnv`` with an empty namespace of its own (``support.api_env.api_env``); the
+    double sends watch bookmarks every second."""
+    yield from shared_api_env(kind, request, tmp_path, "runner", bookmark_interval=1.0)
 
 
 # -- waiting ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import http.server
+import itertools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
 from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
 from support.cluster import ready_deployment_status
+from support.fake_apiserver import FakeAPIServer
 from support.playbook_run import PlaybookRun, run_playbook
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
@@ -212,6 +214,33 @@ class ApiEnv:
                 {"status": finished_job_status(jobs)},
                 subresource="status",
             )
+
+
+_namespaces = itertools.count(1)
+
+
+def api_env(
+    kind: str, request: Any, tmp_path: Path, prefix: str = "test", **double_options: Any
+) -> Iterator[ApiEnv]:
+    """A fixture body: an ``ApiEnv`` with an empty namespace of its own, on the test double
+    (``kind == "double"``, built with ``double_options``) or on the session's real
+    kube-apiserver (the fixture ``real_apiserver``; namespaces ``<prefix>-<n>``)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    health = HealthServer()
+    try:
+        if kind == "double":
+            with FakeAPIServer(**double_options) as double:
+                double.write_kubeconfig(kubeconfig)
+                client = KubeClient.from_environment(str(kubeconfig))
+                yield ApiEnv("double", kubeconfig, client, double=double, health=health)
+        else:
+            server = request.getfixturevalue("real_apiserver")
+            server.write_kubeconfig(kubeconfig)
+            client = KubeClient.from_environment(str(kubeconfig))
+            namespace = f"{prefix}-{next(_namespaces)}"
+            yield ApiEnv("kube-apiserver", kubeconfig, client, namespace=namespace)
+    finally:
+        health.stop()
 
 
 def _api_version(kind: str) -> str:
