@@ -28,7 +28,7 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
 Dependent objects are cached in compact form (:func:`compact_dependent`: identity, owner
 references, a digest of everything the predicate compares and the readiness), as
 client-go's informer transforms allow, so the runner never holds the data of the Secrets
-it watches.
+it watches (a Job's entry keeps what the db-sync and db-purge metrics need).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from runner.metrics import (
     RESULT_REQUEUE_AFTER,
     RESULT_SUCCESS,
 )
+from runner.metrics_feed import job_facts
 from runner.watches import Watch
 from runner.workqueue import ObjectKey
 
@@ -217,9 +218,10 @@ def _predicate_digest(obj: Mapping[str, Any]) -> str:
 
 def compact_dependent(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The informer's cache entry of a dependent (its transform): identity, owner
-    references, the predicate's digest, the readiness."""
+    references, the predicate's digest, the readiness; for a Job also its labels, creation
+    time and terminal condition (``job``: what ``runner.metrics_feed.DbJobCounter`` counts)."""
     meta = _meta(obj)
-    return {
+    entry = {
         "apiVersion": obj.get("apiVersion"),
         "kind": obj.get("kind"),
         "metadata": {
@@ -237,6 +239,9 @@ def compact_dependent(obj: Mapping[str, Any]) -> dict[str, Any]:
         "digest": _predicate_digest(obj),
         "readiness": readiness(obj),
     }
+    if obj.get("kind") == "Job":
+        entry["job"] = job_facts(obj)
+    return entry
 
 
 def dependent_wants(

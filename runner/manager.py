@@ -44,6 +44,7 @@ from runner.informer import Informer
 from runner.leader import LeaderElector
 from runner.logs import Log
 from runner.metrics import CONTENT_TYPE, RunnerMetrics
+from runner.metrics_feed import DbJobCounter, observe_pass
 from runner.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.probes import EndpointServer, check
 from runner.reconciler import Reconciled, Reconciler
@@ -124,6 +125,7 @@ class Manager:
             settings.runner_dir, envvars, settings.ansible_verbosity, self.environ
         )
         self.slots = threading.Semaphore(settings.max_concurrent_reconciles)
+        self.db_jobs = DbJobCounter(self.metrics)
         for watch in watches:
             name = ctl.controller_name(watch)
             clock = MonotonicClock()
@@ -135,9 +137,16 @@ class Manager:
             reconciler = Reconciler(
                 watch,
                 client,
-                _SlotExecutor(self.executor, self.slots, self.runs_total, name),
+                _SlotExecutor(
+                    self.executor,
+                    self.slots,
+                    self.runs_total,
+                    name,
+                    self.metrics if watch.gvk.kind == "Glance" else None,
+                ),
                 settings.reconcile_period,
                 on_gone=self._forget_metrics if watch.gvk.kind == "Glance" else None,
+                on_released=self._forget_metrics if watch.gvk.kind == "Glance" else None,
             )
             concurrency = max_concurrent_reconciles(
                 watch, self.environ, settings.max_concurrent_reconciles
@@ -312,17 +321,18 @@ class Manager:
                 )
                 continue
             for namespace in namespaces:
-                self.informers.append(
-                    Informer(
-                        self.client,
-                        api_version,
-                        kind,
-                        namespace,
-                        self._dependent_handler,
-                        label_selector=self.settings.dependent_label_selector or None,
-                        transform=ctl.compact_dependent,
-                    )
+                informer = Informer(
+                    self.client,
+                    api_version,
+                    kind,
+                    namespace,
+                    self._dependent_handler,
+                    label_selector=self.settings.dependent_label_selector or None,
+                    transform=ctl.compact_dependent,
                 )
+                if kind == "Job":
+                    informer.handler = self._job_handler(informer)
+                self.informers.append(informer)
         for informer in self.informers:
             informer.start()
         log.info(
@@ -385,6 +395,15 @@ class Manager:
             keys += ctl.owner_keys(old, self.watched)
         for key in dict.fromkeys(keys):
             self._enqueue(key, f"dependent {event}", new or old)
+
+    def _job_handler(self, informer: Informer):
+        """A Job informer's handler: count db-sync and db-purge Jobs, then the usual."""
+
+        def handle(event: str, new: dict | None, old: dict | None) -> None:
+            self.db_jobs.seen(event, new, old, listed=not informer.synced.is_set())
+            self._dependent_handler(event, new, old)
+
+        return handle
 
     # -- work ------------------------------------------------------------------------------
     def _work(self, controller: Controller) -> None:
@@ -469,15 +488,22 @@ class Manager:
 
 class _SlotExecutor:
     """The playbook runner behind the process-wide pass slots, counting runs per controller
-    and status for ``/metrics``."""
+    and status for ``/metrics``; with ``step_metrics`` (the Glance controller) each finished
+    run's steps are observed too (``runner.metrics_feed.observe_pass``)."""
 
     def __init__(
-        self, executor: PlaybookRunner, slots: threading.Semaphore, counter: Any, controller: str
+        self,
+        executor: PlaybookRunner,
+        slots: threading.Semaphore,
+        counter: Any,
+        controller: str,
+        step_metrics: RunnerMetrics | None = None,
     ) -> None:
         self.executor = executor
         self.slots = slots
         self.counter = counter
         self.controller = controller
+        self.step_metrics = step_metrics
         counter.initialize(controller=controller, status="successful")
 
     def run(
@@ -497,6 +523,8 @@ class _SlotExecutor:
         finally:
             self.slots.release()
         self.counter.inc(controller=self.controller, status=run.status)
+        if self.step_metrics is not None and not run.cancelled:
+            observe_pass(self.step_metrics, run.events)
         return run
 
     def forget(self, watch: Watch, key: ObjectKey) -> None:

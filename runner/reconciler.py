@@ -14,7 +14,9 @@ playbooks write their own status, ``manageStatus: false``):
 3. **run** the playbook (a deletion pass gets the finalizer's vars, ``glance_finalizing``);
 4. **release** after a successful deletion pass: read the object again and remove the
    finalizer if it is still listed. Our playbook has released it already, and the object
-   is usually gone: both are fine. A conflict is retried with a fresh read;
+   is usually gone: both are fine. A conflict is retried with a fresh read. Then
+   ``on_released`` (the manager drops the object's metric series; ``on_gone`` does too
+   when a read finds the object gone);
 5. **decide** what follows (``controller.after_pass``).
 
 Any API error on the way is an error result: backoff, as controller-runtime does with a
@@ -73,12 +75,14 @@ class Reconciler:
         executor: PassExecutor,
         default_reconcile_period: float,
         on_gone: Callable[[ObjectKey], None] | None = None,
+        on_released: Callable[[ObjectKey], None] | None = None,
     ) -> None:
         self.watch = watch
         self.client = client
         self.executor = executor
         self.default_reconcile_period = default_reconcile_period
         self.on_gone = on_gone
+        self.on_released = on_released
         self.api_version = (
             f"{watch.gvk.group}/{watch.gvk.version}" if watch.gvk.group else watch.gvk.version
         )
@@ -128,6 +132,8 @@ class Reconciler:
             except (ApiError, OSError) as error:
                 log.error("cannot remove the finalizer", error=str(error), **fields)
                 return Reconciled(controller.ERROR, ran_pass=True)
+            if self.on_released is not None:
+                self.on_released(key)
         requeue = controller.after_pass(outcome, 0.0 if finalizing else period)
         self._log_outcome(run, requeue, fields)
         return Reconciled(requeue, ran_pass=True)

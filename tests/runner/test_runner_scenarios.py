@@ -127,6 +127,18 @@ def test_the_minimal_sample_converges(api, runners):
     assert runner.metric_total("controller_runtime_reconcile_total", controller="glance") > 0
     assert runner.metric_total("glance_operator_playbook_runs_total", status="successful") > 0
     assert runner.metric_total("controller_runtime_reconcile_total", result="error") == 0
+    # The reference's series: the db-sync Job counted once, the pass's steps observed.
+    sync = {"glance": "glance", "namespace": api.namespace}
+    wait_until(
+        lambda: runner.metric_total("glance_operator_db_sync_total", result="succeeded", **sync),
+        what="the db-sync Job counted",
+    )
+    assert runner.metric_total("glance_operator_db_sync_total", result="succeeded", **sync) == 1
+    assert runner.metric_total("glance_operator_db_sync_duration_seconds_count", **sync) == 1
+    step_count = "glance_operator_reconcile_duration_seconds_count"
+    assert runner.metric_total(step_count, sub_reconciler="gather") > 0
+    assert runner.metric_total(step_count, sub_reconciler="apply") > 0
+    assert runner.metric_total("glance_operator_reconcile_errors_total") == 0
     assert runner.http_get("health", "/readyz") == (200, "ok")
     assert runner.http_get("health", "/healthz") == (200, "ok")
     started = runner.find("pass started", controller="glance")

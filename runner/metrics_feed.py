@@ -1,0 +1,299 @@
+"""What feeds the reference's ``glance_operator_*`` series (reference-spec §6.1).
+
+**Per-step reconcile metrics.** A Glance pass is one ansible-playbook run, not the Go
+operator's chain of sub-reconcilers, so ``sub_reconciler`` names our pass's steps
+(``roles/glance_pass/tasks/main.yml`` and ``render.yml``): ``gather``, ``plan``,
+``render``, ``decide``, ``apply``, ``report``. :func:`step_of` maps one ansible-runner
+task event to its step by an explicit table: the three modules by their action, the
+filter ``set_fact`` tasks, the two ``fail`` checks and the render includes by their task
+name in role ``glance_pass``, and every task of the four object roles to ``render``.
+ansible-runner's events carry no task tags, so tags cannot do this; a unit test checks
+the table against the role files, so a renamed task fails it.
+
+:func:`pass_steps` sums the ``duration`` of each step's task results (``runner_on_ok``,
+``_failed``, ``_skipped``, ``_unreachable``; ``end - start`` when there is no duration) and
+keeps the steps that ran (at least one result that is not a skip): one observation each.
+A step with a failure that is not ignored is an error, counted with the condition of
+:data:`STEP_CONDITIONS`. GlanceBackend passes feed nothing: the reference's series is the
+Glance reconciler's pipeline.
+
+**db-sync and db-purge Jobs.** :class:`DbJobCounter` reads the Jobs of the dependent
+informer (compact entries, :func:`job_facts`) and counts each terminal Job UID once:
+``db_sync_*`` for a Job whose controller owner is a Glance, ``db_purge_*`` for a Job of
+the Glance's db-purge CronJob. Duration: the terminal condition's ``lastTransitionTime``
+(else ``status.completionTime``) minus ``metadata.creationTimestamp``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+    db_purge_cronjob_name,
+)
+from runner.metrics import RunnerMetrics
+
+GATHER, PLAN, RENDER, DECIDE, APPLY, REPORT = STEPS = (
+    "gather",
+    "plan",
+    "render",
+    "decide",
+    "apply",
+    "report",
+)
+
+PASS_ROLE = "glance_pass"
+STEP_ACTIONS: Mapping[str, str] = {
+    "c5c3.glance.gather": GATHER,
+    "c5c3.glance.apply": APPLY,
+    "c5c3.glance.report": REPORT,
+}
+"""The pass's module tasks (role ``glance_pass``), by action."""
+STEP_TASKS: Mapping[str, str] = {
+    "Fail when the cluster could not be read": GATHER,
+    "Plan the pass (configuration, names, every owned object's data)": PLAN,
+    "Render the config objects": RENDER,
+    "Render the API objects": RENDER,
+    "Render the exposure objects": RENDER,
+    "Render the database objects": RENDER,
+    "Decide the writes, the status, the events and the requeue": DECIDE,
+    "Fail when the API server refused a write": APPLY,
+}
+"""The pass's other step tasks (role ``glance_pass``), by name."""
+STEP_ROLES: Mapping[str, str] = {
+    "glance_config": RENDER,
+    "glance_api": RENDER,
+    "glance_exposure": RENDER,
+    "glance_database": RENDER,
+}
+"""Every task of the object roles renders."""
+UNSTEPPED_TASKS = frozenset(
+    {
+        "Require the Glance's name and namespace",
+        "Plan and render the owned objects (a pass that goes beyond the finalizer)",
+        "Hand the requeue request to the caller",
+    }
+)
+"""Tasks of ``glance_pass`` that belong to no step (argument check, the include of
+``render.yml``, handing the requeue on): a test checks the role has no other task."""
+
+STEP_CONDITIONS: Mapping[str, str] = {
+    GATHER: "SecretsReady",
+    PLAN: "SecretsReady",
+    RENDER: "Ready",
+    DECIDE: "Ready",
+    APPLY: "Ready",
+    REPORT: "Ready",
+}
+"""``condition_type`` of a failed step. gather reads the Glance, its Secrets and backends,
+plan computes the config and Secret data: the reference maps its Secrets,
+DBConnectionSecret and Config steps to SecretsReady. The other steps cover every owned
+object at once, so their failure leaves the aggregate Ready unknown."""
+
+RESULT_EVENTS = frozenset(
+    {"runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"}
+)
+
+
+def step_of(data: Mapping[str, Any]) -> str | None:
+    """The step of one task event's ``event_data``; None for a task of no step."""
+    role = data.get("role")
+    if role in STEP_ROLES:
+        return STEP_ROLES[role]
+    if role != PASS_ROLE:
+        return None
+    for action in (data.get("resolved_action"), data.get("task_action")):
+        if action in STEP_ACTIONS:
+            return STEP_ACTIONS[action]
+    return STEP_TASKS.get(str(data.get("task") or ""))
+
+
+@dataclass(frozen=True)
+class StepRun:
+    step: str
+    seconds: float
+    failed: bool
+
+
+def pass_steps(events: Iterable[Mapping[str, Any]]) -> list[StepRun]:
+    """The steps of one run that ran, in :data:`STEPS` order, with their time and failure."""
+    seconds: dict[str, float] = {}
+    ran: set[str] = set()
+    failed: set[str] = set()
+    for event in events:
+        kind = event.get("event")
+        if kind not in RESULT_EVENTS:
+            continue
+        data = event.get("event_data") or {}
+        step = step_of(data)
+        if step is None:
+            continue
+        seconds[step] = seconds.get(step, 0.0) + _duration(data)
+        if kind != "runner_on_skipped":
+            ran.add(step)
+        if kind == "runner_on_unreachable" or (
+            kind == "runner_on_failed" and not data.get("ignore_errors")
+        ):
+            failed.add(step)
+    return [StepRun(step, seconds[step], step in failed) for step in STEPS if step in ran]
+
+
+def _duration(data: Mapping[str, Any]) -> float:
+    value = data.get("duration")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    start, end = _time(data.get("start")), _time(data.get("end"))
+    if start is None or end is None:
+        return 0.0
+    return max(0.0, (end - start).total_seconds())
+
+
+def _time(text: Any) -> datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def observe_pass(metrics: RunnerMetrics, events: Iterable[Mapping[str, Any]]) -> list[StepRun]:
+    """One duration observation per step that ran, one error per step that failed."""
+    steps = pass_steps(events)
+    for run in steps:
+        metrics.reconcile_duration.observe(run.seconds, sub_reconciler=run.step)
+        if run.failed:
+            metrics.reconcile_errors.inc(
+                sub_reconciler=run.step, condition_type=STEP_CONDITIONS[run.step]
+            )
+    return steps
+
+
+# -- db-sync and db-purge Jobs -----------------------------------------------------------------
+
+GLANCE_GROUP = "glance.openstack.c5c3.io"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+SYNC = "sync"
+PURGE = "purge"
+
+
+def job_facts(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What the Job counting needs of a Job, for its compact cache entry: labels, creation
+    time and the terminal condition (``{"result", "time"}``, None while it runs)."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    terminal = None
+    for condition in status.get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            time = condition.get("lastTransitionTime") or status.get("completionTime")
+            terminal = {"result": SUCCEEDED, "time": time}
+            break
+        if condition.get("type") == "Failed":
+            terminal = {"result": FAILED, "time": condition.get("lastTransitionTime")}
+            break
+    return {
+        "labels": dict(meta.get("labels") or {}),
+        "created": meta.get("creationTimestamp"),
+        "terminal": terminal,
+    }
+
+
+def job_owner(entry: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(SYNC|PURGE, glance name)`` of a compact Job entry; None for another Job.
+
+    db-sync: the controller owner is a Glance. db-purge: the controller owner is the
+    CronJob named ``db_purge_cronjob_name(<instance label>)``, or the Job carries the
+    ``component: db-purge`` label with an instance label.
+    """
+    meta = entry.get("metadata") or {}
+    labels = (entry.get("job") or {}).get("labels") or {}
+    instance = str(labels.get(INSTANCE_LABEL) or "")
+    for reference in meta.get("ownerReferences") or []:
+        if not reference.get("controller"):
+            continue
+        group = str(reference.get("apiVersion") or "").rpartition("/")[0]
+        if group == GLANCE_GROUP and reference.get("kind") == "Glance":
+            return SYNC, str(reference.get("name") or "")
+        if (
+            reference.get("kind") == "CronJob"
+            and instance
+            and reference.get("name") == db_purge_cronjob_name(instance)
+        ):
+            return PURGE, instance
+    if instance and labels.get(COMPONENT_LABEL) == "db-purge":
+        return PURGE, instance
+    return None
+
+
+class DbJobCounter:
+    """Counts each db-sync and db-purge Job once when it is seen terminal.
+
+    ``seen(event, new, old, listed)`` takes the dependent informer's Job events. A Job
+    already terminal in an informer's first list (``listed``) is remembered, not counted:
+    a previous leader counted it (a Job that ended while no runner watched is lost, where
+    the reference persists the UID on the Job). A deleted Job's UID is forgotten, so the
+    set holds only Jobs that exist.
+    """
+
+    def __init__(self, metrics: RunnerMetrics) -> None:
+        self.metrics = metrics
+        self.counted: set[str] = set()
+        self._lock = threading.Lock()
+
+    def seen(
+        self,
+        event: str,
+        new: Mapping[str, Any] | None,
+        old: Mapping[str, Any] | None,
+        listed: bool = False,
+    ) -> bool:
+        """Handle one Job event; whether it was counted."""
+        entry = new if new is not None else old
+        if not entry or entry.get("kind") != "Job":
+            return False
+        uid = str((entry.get("metadata") or {}).get("uid") or "")
+        if not uid:
+            return False
+        if new is None:
+            with self._lock:
+                self.counted.discard(uid)
+            return False
+        facts = new.get("job") or {}
+        terminal = facts.get("terminal")
+        owner = job_owner(new)
+        if terminal is None or owner is None:
+            return False
+        with self._lock:
+            if uid in self.counted:
+                return False
+            self.counted.add(uid)
+        if listed:
+            return False
+        which, glance = owner
+        namespace = str((new.get("metadata") or {}).get("namespace") or "")
+        total, duration = (
+            (self.metrics.db_sync_total, self.metrics.db_sync_duration)
+            if which == SYNC
+            else (self.metrics.db_purge_total, self.metrics.db_purge_duration)
+        )
+        total.inc(glance=glance, namespace=namespace, result=terminal["result"])
+        seconds = _seconds_between(facts.get("created"), terminal.get("time"))
+        if seconds is not None:
+            duration.observe(seconds, glance=glance, namespace=namespace)
+        return True
+
+
+def _seconds_between(start: Any, end: Any) -> float | None:
+    begun, ended = _time(start), _time(end)
+    if begun is None or ended is None:
+        return None
+    return max(0.0, (ended - begun).total_seconds())

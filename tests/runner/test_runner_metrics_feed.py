@@ -1,0 +1,344 @@
+"""What feeds the ``glance_operator_*`` series: the steps of a pass read from its
+ansible-runner events, the db-sync and db-purge Jobs counted once per UID, and the series
+of a Glance dropped when its finalizer is released."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from test_metrics import Page
+from test_runner_controller import (
+    FINALIZER,
+    GLANCE_WATCH,
+    KEY,
+    STATS,
+    StubClient,
+    StubPlaybook,
+    glance,
+)
+
+from runner import controller as ctl
+from runner.controller import ADDED, DELETED, MODIFIED
+from runner.extravars import RunOutcome
+from runner.metrics import RunnerMetrics
+from runner.metrics_feed import (
+    PASS_ROLE,
+    STEP_ACTIONS,
+    STEP_CONDITIONS,
+    STEP_ROLES,
+    STEP_TASKS,
+    STEPS,
+    UNSTEPPED_TASKS,
+    DbJobCounter,
+    observe_pass,
+    pass_steps,
+    step_of,
+)
+from runner.reconciler import Reconciler
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = json.loads((Path(__file__).parent / "data" / "glance_pass_events.json").read_text())[
+    "runs"
+]
+FIRST_PASS = EVENTS["glance pass 1 (adds the finalizer)"]
+FULL_PASS = EVENTS["glance pass 2 (first full pass)"]
+DURATION = "glance_operator_reconcile_duration_seconds"
+ERRORS = "glance_operator_reconcile_errors_total"
+
+
+# -- the step table ------------------------------------------------------------------------
+
+
+def _tasks(path: Path) -> list[dict]:
+    return [task for task in yaml.safe_load(path.read_text()) or [] if isinstance(task, dict)]
+
+
+def _flatten(tasks: list[dict]) -> list[dict]:
+    out = []
+    for task in tasks:
+        out.append(task)
+        out += _flatten(task.get("block") or [])
+    return out
+
+
+def test_every_task_of_the_pass_role_is_in_the_step_table_or_named_as_no_step():
+    tasks = [
+        task
+        for name in ("main.yml", "render.yml")
+        for task in _flatten(_tasks(ROOT / "roles" / PASS_ROLE / "tasks" / name))
+        if "block" not in task
+    ]
+    names = {task["name"] for task in tasks}
+    actions = {key for task in tasks for key in task if key in STEP_ACTIONS}
+    assert actions == set(STEP_ACTIONS)  # each module task is there, by its action
+    assert set(STEP_TASKS) <= names, set(STEP_TASKS) - names  # no renamed step task
+    by_action = {task["name"] for task in tasks if set(task) & set(STEP_ACTIONS)}
+    assert names == by_action | set(STEP_TASKS) | UNSTEPPED_TASKS
+
+
+def test_the_render_roles_are_the_roles_the_pass_includes():
+    included = {
+        task["ansible.builtin.include_role"]["name"].rpartition(".")[2]
+        for task in _tasks(ROOT / "roles" / PASS_ROLE / "tasks" / "render.yml")
+        if "ansible.builtin.include_role" in task
+    }
+    assert included == set(STEP_ROLES)
+
+
+def test_real_events_map_to_the_steps():
+    # role, task and action as a real pass's events carry them (ansible-runner gives no tags)
+    steps = {}
+    for event in FULL_PASS:
+        data = event["event_data"]
+        steps.setdefault(step_of(data), set()).add(data["task"])
+    assert steps["gather"] == {
+        "Read the Glance and what its pass needs",
+        "Fail when the cluster could not be read",
+    }
+    assert steps["plan"] == {"Plan the pass (configuration, names, every owned object's data)"}
+    assert "Render the db-sync Job and the db-purge CronJob" in steps["render"]  # glance_database
+    assert "Render the API objects" in steps["render"]
+    assert steps["apply"] == {
+        "Apply the owned objects and the finalizer",
+        "Fail when the API server refused a write",
+    }
+    assert steps["report"] == {"Report the status and the events"}
+    assert "Ask to be reconciled again" in steps[None]  # the playbook's, not the role's
+
+
+def test_a_full_pass_observes_every_step_once_with_its_task_durations():
+    steps = pass_steps(FULL_PASS)
+    assert [s.step for s in steps] == list(STEPS)
+    assert not any(s.failed for s in steps)
+    gather = [e for e in FULL_PASS if step_of(e["event_data"]) == "gather"]
+    assert steps[0].seconds == pytest.approx(sum(e["event_data"]["duration"] for e in gather))
+    assert all(s.seconds > 0 for s in steps)
+
+
+def test_skipped_steps_are_not_observed():
+    # the first pass only adds the finalizer: no plan, render or report ran
+    assert [s.step for s in pass_steps(FIRST_PASS)] == ["gather", "decide", "apply"]
+
+
+def test_a_backend_pass_has_no_glance_steps():
+    backend = EVENTS["glancebackend pass with the parent glance_pass (workstation mode)"]
+    own = [e for e in backend if e["event_data"].get("role") == "glancebackend_pass"]
+    assert own and pass_steps(own) == []
+
+
+def test_the_duration_falls_back_to_end_minus_start():
+    event = {
+        "event": "runner_on_ok",
+        "event_data": {
+            "role": PASS_ROLE,
+            "task_action": "c5c3.glance.report",
+            "start": "2026-11-30T05:00:00.250000",
+            "end": "2026-11-30T05:00:01.000000",
+        },
+    }
+    [step] = pass_steps([event])
+    assert (step.step, step.seconds) == ("report", 0.75)
+
+
+def failing(events: list[dict], task: str) -> list[dict]:
+    """``events`` with ``task`` failed, and nothing after it but the recap (a run stops)."""
+    out = []
+    for event in copy.deepcopy(events):
+        out.append(event)
+        if event["event_data"]["task"] == task:
+            event["event"] = "runner_on_failed"
+            break
+    return out
+
+
+def test_a_failed_step_is_an_error_with_its_condition():
+    metrics = RunnerMetrics()
+    observe_pass(metrics, failing(FULL_PASS, "Fail when the API server refused a write"))
+    page = Page(metrics.exposition())
+    assert page.value(ERRORS, sub_reconciler="apply", condition_type="Ready") == 1
+    assert page.series(ERRORS) == [{"sub_reconciler": "apply", "condition_type": "Ready"}]
+    assert page.value(f"{DURATION}_count", sub_reconciler="apply") == 1
+    assert page.value(f"{DURATION}_count", sub_reconciler="gather") == 1
+    assert {s["sub_reconciler"] for s in page.series(f"{DURATION}_count")} == set(STEPS) - {
+        "report"
+    }
+
+
+def test_a_failed_gather_is_a_secrets_ready_error_and_an_ignored_failure_none():
+    metrics = RunnerMetrics()
+    observe_pass(metrics, failing(FULL_PASS, "Fail when the cluster could not be read"))
+    ignored = failing(FULL_PASS, "Plan the pass (configuration, names, every owned object's data)")
+    ignored[-1]["event_data"]["ignore_errors"] = True
+    observe_pass(metrics, ignored)
+    page = Page(metrics.exposition())
+    assert page.series(ERRORS) == [{"sub_reconciler": "gather", "condition_type": "SecretsReady"}]
+
+
+def test_every_step_has_a_condition():
+    assert set(STEP_CONDITIONS) == set(STEPS)
+
+
+def test_the_observations_show_on_the_page():
+    metrics = RunnerMetrics()
+    observe_pass(metrics, FULL_PASS)
+    observe_pass(metrics, FIRST_PASS)
+    page = Page(metrics.exposition())
+    assert page.type[DURATION] == "histogram"
+    assert page.value(f"{DURATION}_count", sub_reconciler="gather") == 2
+    assert page.value(f"{DURATION}_count", sub_reconciler="render") == 1
+    buckets = page.buckets(DURATION, sub_reconciler="gather")
+    assert buckets["+Inf"] == 2 and buckets["0.5"] == 0 and buckets["1"] == 2
+
+
+# -- db-sync and db-purge Jobs --------------------------------------------------------------
+
+CREATED = "2026-11-30T05:00:00Z"
+
+
+def job(
+    name: str = "glance-db-sync",
+    uid: str = "u1",
+    state: str | None = "Complete",
+    owner: tuple[str, str, str] = ("glance.openstack.c5c3.io/v1alpha1", "Glance", "glance"),
+    labels: dict | None = None,
+    ended: str = "2026-11-30T05:00:42Z",
+) -> dict:
+    api_version, kind, owner_name = owner
+    conditions = []
+    if state:
+        conditions = [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": ended},
+            {"type": state, "status": "True", "lastTransitionTime": ended},
+        ]
+    return ctl.compact_dependent(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": "openstack",
+                "uid": uid,
+                "resourceVersion": "5",
+                "creationTimestamp": CREATED,
+                "labels": labels
+                or {
+                    "app.kubernetes.io/instance": "glance",
+                    "app.kubernetes.io/managed-by": "glance-operator",
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": api_version,
+                        "kind": kind,
+                        "name": owner_name,
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"template": {"spec": {"containers": [{"name": "x", "image": "y"}]}}},
+            "status": {"conditions": conditions},
+        }
+    )
+
+
+PURGE_OWNER = ("batch/v1", "CronJob", "glance-db-purge")
+SYNC = "glance_operator_db_sync_total"
+PURGE = "glance_operator_db_purge_total"
+LABELS = {"glance": "glance", "namespace": "openstack"}
+
+
+def test_a_job_entry_keeps_its_labels_creation_and_end_and_no_spec():
+    entry = job(state="Failed")
+    assert entry["job"] == {
+        "labels": {
+            "app.kubernetes.io/instance": "glance",
+            "app.kubernetes.io/managed-by": "glance-operator",
+        },
+        "created": CREATED,
+        "terminal": {"result": "failed", "time": "2026-11-30T05:00:42Z"},
+    }
+    assert "spec" not in entry and job(state=None)["job"]["terminal"] is None
+
+
+def test_a_db_sync_job_is_counted_once_when_it_ends():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    running = job(state=None)
+    assert not counter.seen(ADDED, running, None)
+    assert counter.seen(MODIFIED, job(), running)
+    assert not counter.seen(MODIFIED, job(), job())  # the same UID again
+    page = Page(metrics.exposition())
+    assert page.value(SYNC, result="succeeded", **LABELS) == 1
+    assert page.value("glance_operator_db_sync_duration_seconds_sum", **LABELS) == 42
+    assert page.buckets("glance_operator_db_sync_duration_seconds", **LABELS)["60"] == 1
+    assert page.series(PURGE) == []
+
+
+def test_a_recreated_job_is_a_new_uid_and_a_deleted_one_is_forgotten():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    counter.seen(ADDED, job(state="Failed"), None)
+    counter.seen(DELETED, None, job(state="Failed"))
+    assert counter.counted == set()
+    counter.seen(ADDED, job(uid="u2"), None)
+    page = Page(metrics.exposition())
+    assert page.value(SYNC, result="failed", **LABELS) == 1
+    assert page.value(SYNC, result="succeeded", **LABELS) == 1
+    assert counter.counted == {"u2"}
+
+
+def test_a_db_purge_run_is_told_from_a_db_sync():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    assert counter.seen(ADDED, job("glance-db-purge-29400000", "p1", owner=PURGE_OWNER), None)
+    assert counter.seen(
+        ADDED, job("glance-db-purge-29400060", "p2", "Failed", owner=PURGE_OWNER), None
+    )
+    page = Page(metrics.exposition())
+    assert page.value(PURGE, result="succeeded", **LABELS) == 1
+    assert page.value(PURGE, result="failed", **LABELS) == 1
+    assert page.value("glance_operator_db_purge_duration_seconds_count", **LABELS) == 2
+    assert page.series(SYNC) == []
+
+
+def test_other_jobs_are_not_counted():
+    counter = DbJobCounter(RunnerMetrics())
+    foreign_cron = ("batch/v1", "CronJob", "backup")
+    assert not counter.seen(ADDED, job("backup-1", "b1", owner=foreign_cron), None)
+    assert not counter.seen(ADDED, job("x", "b2", owner=("apps/v1", "ReplicaSet", "x")), None)
+    assert counter.counted == set()
+
+
+def test_a_job_already_ended_in_the_first_list_is_remembered_not_counted():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    assert not counter.seen(ADDED, job(), None, listed=True)
+    assert not counter.seen(MODIFIED, job(), job())
+    assert Page(metrics.exposition()).series(SYNC) == []
+    assert counter.counted == {"u1"}
+
+
+def test_a_job_that_ends_before_it_began_by_the_clocks_takes_zero_seconds():
+    metrics = RunnerMetrics()
+    DbJobCounter(metrics).seen(ADDED, job(ended="2026-11-30T00:00:00Z"), None)
+    page = Page(metrics.exposition())
+    assert page.value("glance_operator_db_sync_duration_seconds_sum", **LABELS) == 0
+
+
+# -- a gone Glance's series ----------------------------------------------------------------
+
+
+def test_releasing_the_finalizer_drops_the_glance_s_series():
+    released = []
+    client = StubClient(glance(deletionTimestamp="2026-11-30T05:00:00Z", finalizers=[FINALIZER]))
+    playbook = StubPlaybook(RunOutcome(None, (), None))
+    reconciler = Reconciler(GLANCE_WATCH, client, playbook, 0.0, on_released=released.append)
+    reconciler.reconcile(KEY, threading.Event())
+    assert released == []  # the deletion pass failed (no recap): the finalizer stays
+    playbook.outcome = RunOutcome(STATS, (), None)
+    reconciler.reconcile(KEY, threading.Event())
+    assert released == [KEY]
