@@ -131,6 +131,12 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
         OwnedKey(
             "oslo_policy", "policy_file", "spec.policyOverrides", "overrides spec.policyOverrides"
         ),
+        OwnedKey(
+            "wsgi",
+            "python_interpreter",
+            "the operator",
+            "under uWSGI the conversion plugin runs qemu-img through the image's Python",
+        ),
         *_keys(
             "import_filtering_opts",
             _FILTER_KEYS,

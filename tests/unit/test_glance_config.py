@@ -1269,3 +1269,14 @@ def test_a_dollar_in_a_typed_value_is_escaped_but_extra_config_passes_through():
     assert "inject = price:5$$\n" in conf
     assert "ignore_user_roles = $$admin\n" in conf
     assert "image_size_cap = ${other}\n" in conf
+
+
+def test_the_wsgi_python_interpreter_is_an_owned_key_the_conversion_plugin_needs():
+    glance = stored({"extraConfig": {"wsgi": {"python_interpreter": "/usr/bin/python3"}}})
+    (override,) = gc.owned_key_overrides(glance)
+    assert (override.section, override.key, override.rejected) == (
+        "wsgi",
+        "python_interpreter",
+        False,
+    )
+    assert "qemu-img through the image's Python" in gc.extra_config_condition(glance)["message"]
