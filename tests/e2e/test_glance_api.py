@@ -242,26 +242,18 @@ def test_the_image_and_the_harness_ship_the_same_image_files():
 # upload, download, checksums, S3, delete: with each client
 
 
+def _osc_create(stack, source, name: str, **options) -> str:
+    """``openstack image create`` of a raw file; the new image's id."""
+    command = ["openstack", "image", "create", "--disk-format", "raw"]
+    command += ["--container-format", "bare", "--file", str(source), "-f", "json", name]
+    return _json(stack.cli(*command, **options))["id"]
+
+
 def test_openstack_cli_uploads_downloads_and_deletes_an_image_in_s3(stack, tmp_path):
     """openstacksdk uploads with Content-Length."""
     source = tmp_path / "osc.raw"
     expected = _payload(source, SMALL_SIZE, seed=1)
-    image_id = _json(
-        stack.cli(
-            "openstack",
-            "image",
-            "create",
-            "--disk-format",
-            "raw",
-            "--container-format",
-            "bare",
-            "--file",
-            str(source),
-            "-f",
-            "json",
-            "e2e-osc",
-        )
-    )["id"]
+    image_id = _osc_create(stack, source, "e2e-osc")
     shown = glance_image(stack, image_id)
     assert shown["status"] == "active"
     assert shown["size"] == SMALL_SIZE
@@ -482,23 +474,7 @@ def test_512_mib_up_and_down_through_the_openstack_cli_and_s3_multipart(stack, t
     image_id = None
     try:
         started = time.monotonic()
-        image_id = _json(
-            stack.cli(
-                "openstack",
-                "image",
-                "create",
-                "--disk-format",
-                "raw",
-                "--container-format",
-                "bare",
-                "--file",
-                str(source),
-                "-f",
-                "json",
-                "e2e-512mib-osc",
-                timeout=1800,
-            )
-        )["id"]
+        image_id = _osc_create(stack, source, "e2e-512mib-osc", timeout=1800)
         upload_s = time.monotonic() - started
         source.unlink()
         shown = glance_image(stack, image_id)
