@@ -49,7 +49,7 @@ from runner.metrics_feed import DbJobCounter, observe_pass
 from runner.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.probes import EndpointServer, check
 from runner.reconciler import Reconciled, Reconciler
-from runner.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirBusy, claim
+from runner.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
 from runner.settings import Settings
 from runner.watches import Watch, max_concurrent_reconciles
 from runner.workqueue import (
@@ -174,7 +174,7 @@ class Manager:
         """Run until ``stop_requested`` is set or the Lease is lost; the exit code."""
         try:
             self._claim_runner_dir()
-        except RunnerDirBusy as error:
+        except RunnerDirError as error:
             log.error(str(error), runner_dir=str(self.settings.runner_dir))
             return 1
         except OSError as error:

@@ -3,12 +3,15 @@
 Two kinds (``claim``):
 
 * **private** (no ``--runner-dir``/``RUNNER_DIR``, the default): a new directory of this
-  process, ``<tmp>/c5c3-glance-runner/<pid>-<random>``, removed when the process ends
+  process, ``<tmp>/c5c3-glance-runner-<uid>/<pid>-<random>``, removed when the process ends
   cleanly (``release``). Two runners on one host (two ``make run``, a failover test) never
   meet, and no pass can find what another process left. A directory there whose process
   is gone (SIGKILL, a crash: nothing removed it) is removed by the next runner that
   starts: its ``<pid>`` runs no more (or is this very process, as pid 1 of a restarted
-  container is) and its lock is free.
+  container is) and its lock is free. The parent is the user's own: made ``0700``, and
+  refused when it is a symbolic link, another user's, or writable by others (whoever could
+  swap a private data dir there could hand ansible-runner an ``args`` file: a command line
+  of theirs).
 * **explicit** (``--runner-dir``/``RUNNER_DIR``): that directory, kept across restarts
   and locked (``flock`` on ``<dir>/.lock``, released by the kernel when the process dies):
   a second runner on it is refused, as two would run passes on one private data dir.
@@ -24,18 +27,23 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-DEFAULT_PARENT = Path(tempfile.gettempdir()) / "c5c3-glance-runner"
+DEFAULT_PARENT = Path(tempfile.gettempdir()) / f"c5c3-glance-runner-{os.getuid()}"
 LOCK_FILE = ".lock"
 _PRIVATE_NAME = re.compile(r"(\d+)-[A-Za-z0-9_]+")
 
 
-class RunnerDirBusy(RuntimeError):
+class RunnerDirError(RuntimeError):
+    """The runner dir cannot be used; the message says why."""
+
+
+class RunnerDirBusy(RunnerDirError):
     """Another process holds the explicit runner dir."""
 
 
@@ -68,13 +76,32 @@ def claim(explicit: Path | None, parent: Path = DEFAULT_PARENT) -> RunnerDir:
                 "(or none: each process then has a private one)"
             )
         return RunnerDir(explicit, private=False, _lock=lock)
-    parent.mkdir(parents=True, exist_ok=True)
+    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_own(parent)
     removed = remove_stale(parent)
     path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent))
     lock = _try_lock(path)
     if lock is None:  # a fresh directory of ours: nobody else can hold it
         raise RunnerDirBusy(f"cannot lock the new runner dir {path}")
     return RunnerDir(path, private=True, removed_stale=removed, _lock=lock)
+
+
+def _check_own(parent: Path) -> None:
+    """``RunnerDirError`` unless ``parent`` is a directory of this user that only it can
+    write to."""
+    info = os.lstat(parent)
+    problem = None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        problem = "is not a directory (a symbolic link?)"
+    elif info.st_uid != os.getuid():
+        problem = f"belongs to uid {info.st_uid}, not to this user (uid {os.getuid()})"
+    elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        problem = f"is writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+    if problem:
+        raise RunnerDirError(
+            f"the private runner dirs' parent {parent} {problem}; remove it, "
+            "or name a runner dir with --runner-dir"
+        )
 
 
 def remove_stale(parent: Path, running: Callable[[int], bool] | None = None) -> tuple[Path, ...]:

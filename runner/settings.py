@@ -270,7 +270,8 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         "RUNNER_DIR",
         None,
         "ansible-runner's private data dirs, one per object, kept and locked by one process "
-        "(default: a private dir of the process under <tmp>/c5c3-glance-runner, removed on exit)",
+        "(default: a private dir of the process under <tmp>/c5c3-glance-runner-<uid>, "
+        "removed on exit)",
     ),
     ("--ansible-verbosity", None, "2", "-v count of each ansible-playbook run (0 to 7)"),
     (

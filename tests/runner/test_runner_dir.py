@@ -5,6 +5,7 @@ Other processes are real ones (a child Python holding a lock, a pid that has exi
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.runner_dir import LOCK_FILE, RunnerDirBusy, claim, remove_stale
+from runner.runner_dir import (
+    DEFAULT_PARENT,
+    LOCK_FILE,
+    RunnerDirBusy,
+    RunnerDirError,
+    claim,
+    remove_stale,
+)
 
 HOLD_LOCK = textwrap.dedent(
     """
@@ -121,3 +129,40 @@ def test_a_live_process_s_dir_is_never_removed(tmp_path):
     assert remove_stale(tmp_path, running=lambda pid: False) == ()  # its lock is held
     assert live.path.is_dir()
     live.release()
+
+
+def test_the_default_parent_is_the_user_s_own():
+    assert DEFAULT_PARENT.name == f"c5c3-glance-runner-{os.getuid()}"
+
+
+def test_a_new_parent_is_made_private(tmp_path):
+    parent = tmp_path / "runners"
+    claim(None, parent).release()
+    assert stat.S_IMODE(parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("case", ["symlink", "group-writable", "another user's"])
+def test_a_parent_others_could_swap_dirs_in_is_refused(tmp_path, case):
+    parent = tmp_path / "runners"
+    if case == "symlink":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        parent.symlink_to(tmp_path / "elsewhere")
+        problem = "is not a directory (a symbolic link?)"
+    elif case == "group-writable":
+        parent.mkdir()
+        parent.chmod(0o770)
+        problem = "is writable by others (mode 770)"
+    else:
+        if os.getuid() != 0:
+            pytest.skip("giving a directory to another user needs root")
+        parent.mkdir(mode=0o700)
+        os.chown(parent, 65534, 65534)
+        problem = f"belongs to uid 65534, not to this user (uid {os.getuid()})"
+    message = (
+        f"the private runner dirs' parent {parent} {problem}; remove it, "
+        "or name a runner dir with --runner-dir"
+    )
+    with pytest.raises(RunnerDirError) as caught:
+        claim(None, parent)
+    assert str(caught.value) == message
+    assert not any(p.name[0].isdigit() for p in tmp_path.rglob("*"))  # nothing made there
