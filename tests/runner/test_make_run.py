@@ -272,3 +272,28 @@ def test_two_make_runs_with_leader_election_one_leads_and_the_other_takes_over(a
     wait_until(lambda: all_passes_ended(standby), what="the new leader's passes to end")
     no_failed_pass(standby)
     assert standby.stop_runner() == 0
+
+
+def test_make_run_with_watch_namespace_reconciles_that_namespace_only(api, make_runs):
+    """`WATCH_NAMESPACE=openstack make run` (docs/runner.md): the sample in `openstack`
+    converges; the same sample in another namespace is not touched."""
+    api.namespace = "openstack"  # the double's already; the real server is the test's own
+    api.create_all(sample_documents())
+    other = "elsewhere"
+    api.ensure_namespace(other)
+    for doc in sample_documents():
+        doc["metadata"]["namespace"] = other
+        api.client.create(doc)
+
+    run = make_runs(api, "namespaced", api.kubeconfig, WATCH_NAMESPACE="openstack")
+    assert run.wait_for("informers started")["namespaces"] == ["openstack"]
+    settle_until(api, converged_by(api, run), what="the sample in openstack to converge")
+    wait_until(lambda: all_passes_ended(run), what="the passes to end")
+    no_failed_pass(run)
+    keys = {line["key"] for line in run.find("pass started")}
+    assert keys == {"openstack/glance", "openstack/s3-default"}
+    untouched = api.get("Glance", "glance", namespace=other)
+    assert not untouched["metadata"].get("finalizers")
+    assert not (untouched.get("status") or {}).get("conditions")
+    assert api.get("Deployment", "glance", namespace=other) is None
+    assert run.stop_runner() == 0
