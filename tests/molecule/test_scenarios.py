@@ -1,0 +1,126 @@
+"""The molecule scenarios (molecule/<scenario>/molecule.yml), run by pytest.
+
+pytest-ansible discovers the scenarios (every ``molecule/*/molecule.yml`` git tracks) and
+runs each one as ``python -m molecule test -s <scenario>`` from the checkout
+(``MoleculeScenario.test``). Each scenario gets what it needs here, and its test id says
+against what it runs:
+
+* ``offline``: nothing; always runs.
+* ``default[double]``: the REST test double of ``tests/support/fake_apiserver.py`` with a
+  stand-in Glance ``/healthcheck`` behind its service proxy; always runs. A unit-test
+  double, not a cluster.
+* ``default[kube-apiserver]``: a real kube-apiserver and etcd started here without the CRDs
+  (the scenario's prepare installs them); skipped, saying why, without ``KUBE_ASSETS_DIR``.
+* ``kind[kind]``: a kind cluster the scenario creates; skipped, saying why, without ``kind``
+  and a running container engine.
+
+Every scenario is listed, including one added later without a target here (it runs with
+nothing set up).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from integration.kube_harness import started_apiserver
+from pytest_ansible.plugin import scenarios
+from support.api_env import HealthServer
+from support.fake_apiserver import FakeAPIServer
+
+from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "molecule"
+# The targets of each scenario; a scenario not named here runs once, with nothing set up.
+TARGETS = {"default": ("double", "kube-apiserver"), "kind": ("kind",)}
+
+
+def _cases() -> list:
+    cases = []
+    for scenario in scenarios:
+        if Path(scenario.parent_directory).resolve() != ROOT:
+            continue
+        for target in TARGETS.get(scenario.name, (None,)):
+            marks = [pytest.mark.integration] if target == "kube-apiserver" else []
+            name = scenario.name if target is None else f"{scenario.name}[{target}]"
+            cases.append(pytest.param(scenario, target, id=name, marks=marks))
+    return cases
+
+
+def container_engine() -> tuple[str | None, str]:
+    """A container engine whose daemon answers (kind needs one), or None and why not."""
+    reasons = []
+    for engine in ("docker", "podman"):
+        path = shutil.which(engine)
+        if path is None:
+            reasons.append(f"no {engine} on PATH")
+            continue
+        probe = subprocess.run(
+            [path, "info"], capture_output=True, text=True, timeout=60, check=False
+        )
+        if probe.returncode == 0:
+            return engine, ""
+        reasons.append(f"{engine} info failed: {(probe.stderr or probe.stdout).strip()[:200]}")
+    return None, "; ".join(reasons)
+
+
+def _environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:
+    # molecule runs ansible-config, ansible-playbook and kind from PATH: this Python's first.
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("GLANCE_MOLECULE_NAMESPACE", NAMESPACE)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+
+
+def _run(scenario) -> None:
+    done = scenario.test()
+    assert done.returncode == 0, f"molecule test -s {scenario.name} failed ({done.returncode})"
+
+
+@pytest.mark.parametrize(("scenario", "target"), _cases())
+def test_molecule_scenario(scenario, target, monkeypatch, tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    if target is None:
+        _environment(monkeypatch)
+        _run(scenario)
+    elif target == "double":
+        health = HealthServer()
+        try:
+            with FakeAPIServer() as double:
+                double.write_kubeconfig(kubeconfig)
+                double.set_service_backend(NAMESPACE, "glance", do.API_PORT, health.url)
+                _environment(monkeypatch, KUBECONFIG=str(kubeconfig))
+                _run(scenario)
+                assert health.hits >= 1  # the verify's Ready=True came through the proxy
+        finally:
+            health.stop()
+    elif target == "kube-apiserver":
+        with started_apiserver(()) as server:  # skips, saying why, without the binaries
+            server.write_kubeconfig(kubeconfig)
+            _environment(monkeypatch, KUBECONFIG=str(kubeconfig))
+            _run(scenario)
+    else:
+        if shutil.which("kind") is None:
+            pytest.skip("kind scenario: no kind on PATH (https://kind.sigs.k8s.io)")
+        engine, reason = container_engine()
+        if engine is None:
+            pytest.skip(f"kind scenario: no running container engine ({reason})")
+        _environment(
+            monkeypatch,
+            KUBECONFIG=str(kubeconfig),
+            GLANCE_MOLECULE_ENGINE=engine,
+            KIND_EXPERIMENTAL_PROVIDER=engine,
+        )
+        _run(scenario)
+
+
+def test_every_scenario_is_collected():
+    """pytest-ansible found the three scenarios of this checkout (git-tracked)."""
+    names = {s.name for s in scenarios if Path(s.parent_directory).resolve() == ROOT}
+    assert {"default", "kind", "offline"} <= names, names
