@@ -71,7 +71,9 @@ def container_engine() -> tuple[str | None, str]:
 
 def _environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:
     # molecule runs ansible-config, ansible-playbook and kind from PATH: this Python's first.
-    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("GLANCE_MOLECULE_NAMESPACE", NAMESPACE)
     for name, value in variables.items():

@@ -93,8 +93,7 @@ def _wait_gone(client: KubeClient, params: dict, names: list[str]) -> list[str]:
         left = [
             n
             for n in left
-            if client.get(params["api_version"], params["kind"], n, params["namespace"])
-            is not None
+            if client.get(params["api_version"], params["kind"], n, params["namespace"]) is not None
         ]
         if not left or time.monotonic() >= deadline:
             return left
