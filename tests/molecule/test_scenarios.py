@@ -7,7 +7,8 @@ against what it runs:
 
 * ``offline``: nothing; always runs.
 * ``default[double]``: the REST test double of ``tests/support/fake_apiserver.py`` with a
-  stand-in Glance ``/healthcheck`` behind its service proxy; always runs. A unit-test
+  stand-in Glance ``/healthcheck`` behind its service proxy, served by
+  ``tests/support/serve_api_double.py`` as docs/molecule.md tells; always runs. A unit-test
   double, not a cluster.
 * ``default[kube-apiserver]``: a real kube-apiserver and etcd started here without the CRDs
   (the scenario's prepare installs them); skipped, saying why, without ``KUBE_ASSETS_DIR``.
@@ -21,6 +22,7 @@ nothing set up).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,12 +31,9 @@ from pathlib import Path
 import pytest
 from integration.kube_harness import started_apiserver
 from pytest_ansible.plugin import scenarios
-from support.api_env import HealthServer
-from support.fake_apiserver import FakeAPIServer
-
-from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
 
 ROOT = Path(__file__).resolve().parents[2]
+SERVE_DOUBLE = ROOT / "tests" / "support" / "serve_api_double.py"
 NAMESPACE = "molecule"
 # The targets of each scenario; a scenario not named here runs once, with nothing set up.
 TARGETS = {"default": ("double", "kube-apiserver"), "kind": ("kind",)}
@@ -92,16 +91,21 @@ def test_molecule_scenario(scenario, target, monkeypatch, tmp_path):
         _environment(monkeypatch)
         _run(scenario)
     elif target == "double":
-        health = HealthServer()
+        # As docs/molecule.md tells: the double served by tests/support/serve_api_double.py.
+        served = subprocess.Popen(
+            [sys.executable, str(SERVE_DOUBLE), "--kubeconfig", str(kubeconfig)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
-            with FakeAPIServer() as double:
-                double.write_kubeconfig(kubeconfig)
-                double.set_service_backend(NAMESPACE, "glance", do.API_PORT, health.url)
-                _environment(monkeypatch, KUBECONFIG=str(kubeconfig))
-                _run(scenario)
-                assert health.hits >= 1  # the verify's Ready=True came through the proxy
+            assert served.stdout.readline().startswith("serving"), "the double did not start"
+            _environment(monkeypatch, KUBECONFIG=str(kubeconfig))
+            _run(scenario)
         finally:
-            health.stop()
+            served.terminate()
+            rest, _ = served.communicate(timeout=30)
+        hits = int(re.search(r"health probes answered: (\d+)", rest).group(1))
+        assert hits >= 1  # verify's Ready=True came through the service proxy
     elif target == "kube-apiserver":
         with started_apiserver(()) as server:  # skips, saying why, without the binaries
             server.write_kubeconfig(kubeconfig)

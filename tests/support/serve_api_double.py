@@ -4,9 +4,11 @@ until SIGTERM/SIGINT, for running a molecule scenario by hand without a cluster:
     .venv/bin/python tests/support/serve_api_double.py --kubeconfig /tmp/double/kubeconfig
     KUBECONFIG=/tmp/double/kubeconfig .venv/bin/molecule test -s default
 
-The service proxy of the double forwards ``glance:9292`` of every namespace named with
-``--namespace`` to the health server, as ``ApiEnv.ensure_namespace`` does in the tests. A
-unit-test double, not a cluster: see the module docstring of ``fake_apiserver.py``.
+It prints ``serving`` once the kubeconfig is written, and how many health probes the
+stand-in answered when it stops. The double's service proxy forwards ``glance:9292`` of
+each ``--namespace`` (default ``molecule``, the scenario's) to the stand-in, as
+``ApiEnv.ensure_namespace`` does in the tests. A unit-test double, not a cluster: see the
+module docstring of ``fake_apiserver.py``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             stop.wait()
     finally:
         health.stop()
+    print(f"health probes answered: {health.hits}", flush=True)
     return 0
 
 
