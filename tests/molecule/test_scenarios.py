@@ -59,9 +59,13 @@ def container_engine() -> tuple[str | None, str]:
         if path is None:
             reasons.append(f"no {engine} on PATH")
             continue
-        probe = subprocess.run(
-            [path, "info"], capture_output=True, text=True, timeout=60, check=False
-        )
+        try:
+            probe = subprocess.run(
+                [path, "info"], capture_output=True, text=True, timeout=60, check=False
+            )
+        except subprocess.TimeoutExpired:
+            reasons.append(f"{engine} info did not answer in 60 s")
+            continue
         if probe.returncode == 0:
             return engine, ""
         reasons.append(f"{engine} info failed: {(probe.stderr or probe.stdout).strip()[:200]}")
@@ -112,11 +116,12 @@ def test_molecule_scenario(scenario, target, monkeypatch, tmp_path):
             _environment(monkeypatch, KUBECONFIG=str(kubeconfig))
             _run(scenario)
     else:
-        if shutil.which("kind") is None:
-            pytest.skip("kind scenario: no kind on PATH (https://kind.sigs.k8s.io)")
         engine, reason = container_engine()
+        missing = [] if shutil.which("kind") else ["no kind on PATH (https://kind.sigs.k8s.io)"]
         if engine is None:
-            pytest.skip(f"kind scenario: no running container engine ({reason})")
+            missing.append(f"no running container engine ({reason})")
+        if missing:
+            pytest.skip(f"kind scenario needs kind and a container engine: {'; '.join(missing)}")
         _environment(
             monkeypatch,
             KUBECONFIG=str(kubeconfig),
