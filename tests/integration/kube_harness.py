@@ -112,7 +112,12 @@ class Client:
             except ValueError:
                 status = {"message": text}
             raise ApiError(exc.code, status) from None
-        return json.loads(text) if text else None
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:  # /readyz, /livez, /healthz answer "ok" as text/plain
+            return text
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)
