@@ -283,7 +283,8 @@ class KubeApiServer:
         while time.monotonic() < deadline:
             got = self.client.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
             conditions = {
-                c["type"]: c["status"] for c in (got.get("status") or {}).get("conditions", [])
+                c["type"]: c["status"]
+                for c in (got.get("status") or {}).get("conditions") or []  # null at first
             }
             if conditions.get("Established") == "True":
                 return
