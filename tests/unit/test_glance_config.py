@@ -135,7 +135,7 @@ FULL_SAMPLE_CONF = """\
 debug = false
 default_log_levels = boto3=WARNING,botocore=WARNING,keystonemiddleware.auth_token=INFO
 enabled_backends = s3-archive:s3,s3-default:s3
-enabled_import_methods = [web-download,copy-image]
+enabled_import_methods = [glance-direct,web-download,copy-image]
 image_cache_dir = /var/lib/glance/image-cache
 image_cache_driver = sqlite
 image_cache_max_size = 17179869184
