@@ -14,7 +14,9 @@ address. One MariaDB, one Keystone, one S3 server, as in a cluster.
 * glance-download from one to the other: a second Keystone region whose image endpoint
   is B, the import filter allowing B's address, an import on A becomes ``active`` with
   B's bytes;
-* a replica restart between stage and import: what the user then sees and how to retry.
+* a container restart between stage and import keeps the data (same pod: same IP, same
+  emptyDir); a pod replaced between stage and import loses it: what the user then sees
+  and how to retry.
 
 Each test prints its wall time (``[e2e] <test>: <s>``), also without ``-s``.
 """
@@ -224,6 +226,27 @@ def test_glance_download_from_the_other_region_becomes_active(stack, pair, say, 
         for image_id in images:
             delete_image(pair.a.url, token, image_id)
         remove_region()
+
+
+def test_a_container_restart_keeps_the_staged_data_and_the_import_goes_on(stack, pair, timed):
+    """The kubelet restarts a container in the same pod: same IP, same emptyDir."""
+    token, data = stack.demo_token(), payload(5)
+    image_id = create_image(pair.a.url, token, "e2e-stage-restart")
+    try:
+        assert stage(pair.a.url, token, image_id, data).status == 204
+        pair.a.proc.stop()
+        port = int(pair.a.url.rsplit(":", 1)[1])
+        pair.a.proc = stack.launch_from(
+            "glance-api-distributed-a-restarted", pair.rendered, pair.a.remap, port
+        )
+        # glance's start-up cleanup keeps staging files of images that are not deleted.
+        assert pair.a.staged(image_id)
+        resp = import_call(pair.b.url, token, image_id, {"name": "glance-direct"})
+        assert resp.status == 202, resp.body
+        image = wait_image_active(pair.b.url, token, image_id)
+        assert image["os_hash_value"] == hashlib.sha512(data).hexdigest()
+    finally:
+        delete_image(pair.a.url, token, image_id)
 
 
 def test_a_pod_replaced_between_stage_and_import_loses_the_staged_data(stack, pair, say, timed):
