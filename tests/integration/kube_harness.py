@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -62,6 +63,18 @@ def started_apiserver(crds: Iterable[dict[str, Any]] = ()) -> Iterator[KubeApiSe
         yield server
     finally:
         server.stop()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the test process dies.
+
+    ``stop`` ends etcd and kube-apiserver when a test finishes; a test process killed
+    from outside (a ``timeout``, a second Ctrl-C) runs no ``finally`` and used to leave
+    both running, bound to loopback ports, for the rest of the machine's life."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _free_port() -> int:
@@ -228,7 +241,11 @@ class KubeApiServer:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        self.processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+        self.processes.append(
+            subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            )
+        )
 
     def _service_account_keys(self) -> tuple[Path, Path]:
         from cryptography.hazmat.primitives import serialization
