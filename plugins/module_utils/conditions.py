@@ -55,8 +55,6 @@ WAITING_FOR_DATABASE = "WaitingForDatabase"
 IMAGE_RELEASE_MISMATCH = "ImageReleaseMismatch"
 DB_SYNC_IN_PROGRESS = "DBSyncInProgress"
 DB_SYNC_FAILED = "DBSyncFailed"
-# Ours, until the pass drives the upgrade: a release change is reported, nothing changed.
-UPGRADE_NOT_SUPPORTED = "UpgradeNotSupported"
 # The release upgrade (reference-spec §4.13).
 VERSION_PARSE_ERROR = "VersionParseError"
 DOWNGRADE_NOT_SUPPORTED = "DowngradeNotSupported"
