@@ -186,3 +186,45 @@ def test_without_db_credentials_nothing_is_rendered_and_secrets_ready_waits(rend
         "WaitingForDBCredentials",
     )
     assert "username" in conds["SecretsReady"]["message"]
+
+
+def _database_jobs(render) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in render.manifests if o["kind"] == "Job"}
+
+
+@pytest.mark.parametrize(
+    ("name", "job", "command", "phase"),
+    [
+        ("upgrade-start", "glance-db-expand", "db expand", "Expanding"),
+        ("upgrade-migrating", "glance-db-migrate", "db migrate", "Migrating"),
+    ],
+)
+def test_an_upgrade_in_the_input_status_renders_its_phase_job_instead_of_db_sync(
+    renders, name, job, command, phase
+):
+    render = renders[name]
+    jobs = _database_jobs(render)
+    assert list(jobs) == [job]
+    pod = jobs[job]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == [
+        "/bin/sh",
+        "-eu",
+        "-c",
+        f"glance-manage --config-dir /etc/glance/glance-api.conf.d/ {command}",
+    ]
+    assert container["image"] == "ghcr.io/c5c3/glance:2026.2"
+    assert jobs[job]["spec"]["backoffLimit"] == 4
+    # The same configuration mount and environment as the db-sync Job of the same Glance.
+    (sync,) = _database_jobs(renders["glance-minimal"]).values()
+    sync_pod = sync["spec"]["template"]["spec"]
+    assert pod["volumes"] == sync_pod["volumes"]
+    assert container["volumeMounts"] == sync_pod["containers"][0]["volumeMounts"]
+    assert container["env"] == sync_pod["containers"][0]["env"]
+    status = render.status[0]["status"]
+    assert (status["installedRelease"], status["targetRelease"], status["upgradePhase"]) == (
+        "2026.1",
+        "2026.2",
+        phase,
+    )
+    assert f"upgrade: 2026.1 → 2026.2, phase {phase}" in render.stdout
