@@ -61,7 +61,9 @@ def main(argv: list[str]) -> int:
             stack.start()
             rows = []
             for step in steps:
-                outcome = run_upgrade(Upgrade(stack, step, "bench", venvs), lambda _: None)
+                outcome = run_upgrade(
+                    Upgrade(stack, step, "bench", venvs), lambda _: None, abort_first=False
+                )
                 rows.append((step, outcome))
         except StackError as exc:
             print(f"bench_upgrade: the stack failed: {exc}", file=sys.stderr)
@@ -72,7 +74,7 @@ def main(argv: list[str]) -> int:
     print(f"{'step':<18}" + "".join(f"{c:>15}" for c in COLUMNS))
     for step, outcome in rows:
         cells = "".join(f"{outcome.timings[c]:>15.1f}" for c in COLUMNS)
-        print(f"{str(step):<18}{cells}")
+        print(f"{step!s:<18}{cells}")
         print(f"{'':<18}{outcome.images} images kept, {outcome.created_during} created meanwhile")
     return 0
 
