@@ -159,7 +159,7 @@ class Upgrade:
 
     stack: Stack
     step: Step
-    name: str  # "up" or "abort": the database, bucket and pod roots are named after it
+    name: str  # "up" (the test), "bench": the database, bucket and pod roots carry it
     venvs: Mapping[str, Path]  # release -> .venv-glance/<release>
     renders: dict[str, tuple[Rendered, Remap]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
@@ -566,13 +566,16 @@ class Traffic:
         self._rnd = random.Random(label)
 
     def _read(self, n: int) -> None:
+        """One request: the bytes, and the checksum Glance sends with them (Content-MD5)."""
         image_id, data = self.reads[n % len(self.reads)]
-        got = download(self.url, self.token, image_id)
-        assert got == data, f"read {image_id}: the bytes differ"
-        image = get_image(self.url, self.token, image_id)
-        assert image["checksum"] == _md5(got), image
+        resp = http("GET", f"{self.url}/v2/images/{image_id}/file", headers=headers(self.token))
+        assert resp.status == 200, (resp.status, resp.body[:300])
+        assert resp.body == data, f"read {image_id}: the bytes differ"
+        sent = {k.lower(): v for k, v in resp.headers.items()}.get("content-md5")
+        assert sent == _md5(data), resp.headers
 
     def _write(self, n: int) -> None:
+        """Create and upload; the bytes are checked when the flow reads them back."""
         data = self._rnd.randbytes(TRAFFIC_SIZE)
         body = {
             "name": f"traffic-{self.label}-{n}",
@@ -581,8 +584,6 @@ class Traffic:
         }
         image_id = _create(self.url, self.token, body)
         upload(self.url, self.token, image_id, data)
-        image = get_image(self.url, self.token, image_id)
-        assert image["status"] == "active" and image["checksum"] == _md5(data), image
         self.created[image_id] = data
 
     def _loop(self, kind: str) -> None:
@@ -728,7 +729,10 @@ def same(before: Mapping[str, Any], now: Mapping[str, Any], release: str, what: 
 
 
 def _check_created(url: str, token: str, created: Mapping[str, bytes]) -> None:
+    """Every image the clients uploaded: active, with its checksum, and its bytes."""
     for image_id, data in created.items():
+        image = get_image(url, token, image_id)
+        assert image["status"] == "active" and image["checksum"] == _md5(data), image
         assert download(url, token, image_id) == data, image_id
 
 
