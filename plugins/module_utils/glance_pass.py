@@ -439,7 +439,11 @@ def _holds_old_schema(step: upgrade.Step) -> bool:
 
 def _db_purge_step(p: _Pass, plan: Plan) -> None:
     live = p.live.get(do.DB_PURGE_CRONJOB)
-    if live is not None and _holds_old_schema(p.upgrade):
+    purge = _spec(p.glance).get("dbPurge") or {}
+    suspended = bool(purge.get("suspend"))
+    held = live is not None and _holds_old_schema(p.upgrade)
+    if held:
+        suspended = bool((live.get("spec") or {}).get("suspend"))  # what runs is the live one
         # Kept as it is (old image, old configuration) until the schema is migrated.
         if ls.controlled_by_other(live, p.owner_uid):
             _conflict(
@@ -456,14 +460,13 @@ def _db_purge_step(p: _Pass, plan: Plan) -> None:
         if action.error:
             _conflict(p, c.DB_PURGE_READY, action)
             return
-    purge = _spec(p.glance).get("dbPurge") or {}
     schedule = purge.get("schedule") or do.DEFAULT_PURGE_SCHEDULE
     days = purge.get("retentionDays") or DEFAULT_RETENTION_DAYS
     name = db_purge_cronjob_name(_meta(p.glance)["name"])
     observed = ls.newest_terminal_job(p.live.jobs, name, ls.meta(live).get("uid"))
     failed = observed is not None and ls.job_state(observed) == ls.JOB_FAILED
     job_name = ls.meta(observed).get("name", "")
-    if purge.get("suspend"):
+    if suspended:
         message = (
             "Database purge CronJob suspended via spec.dbPurge.suspend; no rows are being "
             f'hard-deleted and the soft-deleted backlog keeps growing (schedule "{schedule}", '

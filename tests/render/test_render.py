@@ -7,6 +7,10 @@ regenerate them with ``UPDATE_GOLDEN=1 make unit`` and review the diff before co
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
@@ -228,3 +232,31 @@ def test_an_upgrade_in_the_input_status_renders_its_phase_job_instead_of_db_sync
         phase,
     )
     assert f"upgrade: 2026.1 → 2026.2, phase {phase}" in render.stdout
+
+
+def test_the_upgrade_review_command_of_the_render_docs_runs_as_written(tmp_path):
+    """``docs/render.md`` shows how to render an upgrade under way; run that line as is."""
+    root = GOLDEN.parents[2]
+    (line,) = [
+        text
+        for text in (root / "docs" / "render.md").read_text().splitlines()
+        if text.startswith("ansible-playbook") and "upgrade-migrating.yaml" in text
+    ]
+    out = root / "out" / "upgrade"
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        ANSIBLE_CONFIG=str(root / "ansible.cfg"),
+    )
+    result = subprocess.run(
+        ["bash", "-c", line], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    try:
+        manifests = [d for d in yaml.safe_load_all((out / "manifests.yaml").read_text()) if d]
+        jobs = [o["metadata"]["name"] for o in manifests if o["kind"] == "Job"]
+        assert jobs == ["glance-db-migrate"]
+        assert "upgrade: 2026.1 → 2026.2, phase Migrating" in result.stdout
+    finally:
+        shutil.rmtree(out, ignore_errors=True)

@@ -671,6 +671,27 @@ def test_a_failed_phase_job_stops_the_upgrade_until_it_is_deleted(passes, phase,
     assert release_fields(r) == ("2026.2", None, None)
 
 
+def test_the_purge_cronjob_waits_for_the_migrated_schema_and_reports_what_runs():
+    r = upgrading()
+    cron = copy.deepcopy(r.cluster.get("CronJob", "glance-db-purge"))
+    r.run_pass(HEALTHY)  # initiation
+    edit_spec(r, {"dbPurge": {"suspend": True}})
+    r.run_pass(HEALTHY, settle=False)  # Expanding: the db-expand Job
+    assert r.cluster.get("CronJob", "glance-db-purge") == cron  # old image, not suspended
+    assert reasons(r)[c.DB_PURGE_READY] == ("True", c.DB_PURGE_SCHEDULED)
+    r.cluster.settle()
+    for _ in range(3):  # expand done; the db-migrate Job runs; migrate done
+        assert r.cluster.get("CronJob", "glance-db-purge") == cron
+        r.run_pass(HEALTHY)
+    assert r.glance["status"]["upgradePhase"] == "RollingUpdate"
+    r.run_pass(HEALTHY)
+    rolled = r.cluster.get("CronJob", "glance-db-purge")
+    assert rolled["spec"]["suspend"] is True
+    pod = rolled["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == "ghcr.io/c5c3/glance:2026.2"
+    assert reasons(r)[c.DB_PURGE_READY] == ("True", c.DB_PURGE_SUSPENDED)
+
+
 def test_a_patch_suffix_on_the_image_stays_on_db_sync():
     r = converged()
     edit_spec(r, {"image": {"tag": "2026.2-p1"}})
