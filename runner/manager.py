@@ -45,7 +45,7 @@ from runner.informer import Informer
 from runner.leader import LeaderElector
 from runner.logs import Log
 from runner.metrics import CONTENT_TYPE, RunnerMetrics
-from runner.metrics_feed import DbJobCounter, observe_pass
+from runner.metrics_feed import DbJobCounter, UpgradePhaseTimer, observe_pass
 from runner.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.probes import EndpointServer, check
 from runner.reconciler import Reconciled, Reconciler
@@ -125,6 +125,7 @@ class Manager:
         )  # its root is set when the runner dir is claimed (run)
         self.slots = threading.Semaphore(settings.max_concurrent_reconciles)
         self.db_jobs = DbJobCounter(self.metrics)
+        self.upgrade_phases = UpgradePhaseTimer(self.metrics)
         for watch in watches:
             name = ctl.controller_name(watch)
             clock = MonotonicClock()
@@ -292,15 +293,16 @@ class Manager:
                 f"{watch.gvk.group}/{watch.gvk.version}" if watch.gvk.group else watch.gvk.version
             )
             for namespace in namespaces:
-                self.informers.append(
-                    Informer(
-                        self.client,
-                        api_version,
-                        watch.gvk.kind,
-                        namespace,
-                        self._primary_handler(watch),
-                    )
+                primary = Informer(
+                    self.client,
+                    api_version,
+                    watch.gvk.kind,
+                    namespace,
+                    self._primary_handler(watch),
                 )
+                if watch.gvk.kind == "Glance":
+                    primary.handler = self._glance_handler(watch, primary)
+                self.informers.append(primary)
         for api_version, kind in ctl.dependent_kinds(self.watches):
             try:
                 served = self.client.serves(api_version, kind)
@@ -381,6 +383,16 @@ class Manager:
                 self._enqueue(ctl.key_of(watch, obj), event, obj)
             for key in ctl.parent_keys(watch, new, old, self.watched):
                 self._enqueue(key, f"child {event}", obj)
+
+        return handle
+
+    def _glance_handler(self, watch: Watch, informer: Informer):
+        """The Glance informer's handler: time upgrade phases, then the usual."""
+        primary = self._primary_handler(watch)
+
+        def handle(event: str, new: dict | None, old: dict | None) -> None:
+            self.upgrade_phases.seen(event, new, old, listed=not informer.synced.is_set())
+            primary(event, new, old)
 
         return handle
 

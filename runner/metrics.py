@@ -274,6 +274,8 @@ class Registry:
 RECONCILE_STEP_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 """Buckets of ``glance_operator_reconcile_duration_seconds`` (reference-spec §6.1)."""
 DB_JOB_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600)
+# A phase is a Job (seconds to minutes) or a whole rollout (minutes to an hour).
+UPGRADE_PHASE_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 """Buckets of the db-sync and db-purge duration histograms (reference-spec §6.1)."""
 RECONCILE_TIME_BUCKETS = (
     *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
@@ -351,6 +353,12 @@ class RunnerMetrics:
             ["glance", "namespace"],
             DB_JOB_BUCKETS,
         )
+        self.upgrade_phase_duration = registry.histogram(
+            "glance_operator_upgrade_phase_duration_seconds",
+            "Seconds a release upgrade spent in each phase, per Glance (ours).",
+            ["glance", "namespace", "phase"],
+            UPGRADE_PHASE_BUCKETS,
+        )
         self.reconcile_total = registry.counter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
@@ -400,6 +408,7 @@ class RunnerMetrics:
                 self.db_sync_duration,
                 self.db_purge_total,
                 self.db_purge_duration,
+                self.upgrade_phase_duration,
             )
         )
 

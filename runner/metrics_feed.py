@@ -21,13 +21,25 @@ Glance reconciler's pipeline.
 informer (compact entries, :func:`job_facts`) and counts each terminal Job UID once:
 ``db_sync_*`` for a Job whose controller owner is a Glance, ``db_purge_*`` for a Job of
 the Glance's db-purge CronJob. Duration: the terminal condition's ``lastTransitionTime``
-(else ``status.completionTime``) minus ``metadata.creationTimestamp``.
+(else ``status.completionTime``) minus ``metadata.creationTimestamp``. The upgrade phase
+Jobs (db-expand, db-migrate, db-contract) are Glance-owned and count as db-sync, as in the
+reference.
+
+**Upgrade phases.** :class:`UpgradePhaseTimer` reads the Glances of the primary informer
+and times each phase of a release upgrade (``status.upgradePhase``) from the moment the
+watch shows it to the moment it shows the next one: one observation of
+``glance_operator_upgrade_phase_duration_seconds{phase}`` per phase that ended by moving
+on (Expanding → Migrating → RollingUpdate → Contracting → done). A phase already under
+way when the runner first sees the Glance (its informer's first list, a new leader) has
+no known start and is not observed; neither is a phase ended by an abort. The time is
+the runner's monotonic clock, so RollingUpdate, which runs no Job, is timed as well.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,6 +47,7 @@ from typing import Any
 from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
     db_purge_cronjob_name,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.upgrade import CONTRACTING, NEXT_PHASE
 from runner.metrics import RunnerMetrics
 
 GATHER, PLAN, RENDER, DECIDE, APPLY, REPORT = STEPS = (
@@ -297,3 +310,73 @@ def _seconds_between(start: Any, end: Any) -> float | None:
     if begun is None or ended is None:
         return None
     return max(0.0, (ended - begun).total_seconds())
+
+
+# -- upgrade phases ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Phase:
+    phase: str
+    target: str
+    since: float | None  # None: under way when first seen, start unknown
+
+
+def _upgrade_fields(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    status = obj.get("status") or {}
+    return (
+        str(status.get("upgradePhase") or ""),
+        str(status.get("targetRelease") or ""),
+        str(status.get("installedRelease") or ""),
+    )
+
+
+class UpgradePhaseTimer:
+    """Times the phases of release upgrades from the Glance status the watch shows.
+
+    ``seen(event, new, old, listed)`` takes the primary informer's Glance events (whole
+    objects); ``clock`` is monotonic seconds. Returns the phase it observed, or None.
+    """
+
+    def __init__(self, metrics: RunnerMetrics, clock: Callable[[], float] = time.monotonic):
+        self.metrics = metrics
+        self.clock = clock
+        self.current: dict[tuple[str, str], _Phase] = {}
+        self._lock = threading.Lock()
+
+    def seen(
+        self,
+        event: str,
+        new: Mapping[str, Any] | None,
+        old: Mapping[str, Any] | None,
+        listed: bool = False,
+    ) -> str | None:
+        entry = new if new is not None else old
+        if not entry or entry.get("kind") != "Glance":
+            return None
+        meta = entry.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        now = self.clock()
+        with self._lock:
+            before = self.current.get(key)
+            if new is None:
+                self.current.pop(key, None)
+                return None
+            phase, target, installed = _upgrade_fields(new)
+            if before is not None and before.phase == phase:
+                return None
+            # Never seen before (the first list, a new leader): when this phase began is
+            # unknown, so it is not timed.
+            since = now if before is not None and not listed else None
+            self.current[key] = _Phase(phase, target, since)
+        if before is None or not before.phase or before.since is None:
+            return None
+        moved_on = NEXT_PHASE.get(before.phase) == phase or (
+            before.phase == CONTRACTING and not phase and installed == before.target
+        )
+        if not moved_on:
+            return None
+        self.metrics.upgrade_phase_duration.observe(
+            max(0.0, now - before.since), glance=key[1], namespace=key[0], phase=before.phase
+        )
+        return before.phase

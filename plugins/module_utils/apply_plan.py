@@ -44,11 +44,12 @@ The rules, per kind (reference-spec §2.6, §2.7, §4.4, with our choices):
   ``ipFamilies``, so SSA keeps the live ones; should it ever set one that differs, or
   should the apply turn an ExternalName Service into one that gets a cluster IP, the
   action is an error instead of a write.
-* db-sync Job (the rerun key): absent → create. A running Job is left to finish. A
-  Complete or Failed Job whose ``cobaltcore.c5c3.io/pod-spec-hash`` differs from the
-  desired one is deleted (background) and created on a later pass; a Failed Job with
-  the same hash is left as it is (DBSyncFailed until the spec changes or someone deletes
-  the Job).
+* The database Jobs, db-sync and the upgrade phase Jobs (the rerun key): absent →
+  create. A running Job is left to finish. A Complete or Failed Job whose
+  ``cobaltcore.c5c3.io/pod-spec-hash`` differs from the desired one is deleted
+  (background) and created on a later pass; a Failed Job with the same hash is left as
+  it is (DBSyncFailed or the phase's failure until the spec changes or someone deletes
+  the Job). ``delete_action`` deletes a phase Job when an upgrade is aborted.
 * An object being deleted is waited for (``none``): writing to it would race its removal.
 """
 
@@ -105,7 +106,7 @@ APPLY_ORDER = (
     do.NETWORK_POLICY,
     do.HTTP_ROUTE,
     do.DB_PURGE_CRONJOB,
-    do.DB_SYNC_JOB,
+    *do.DB_JOBS,
     do.DEPLOYMENT,
     do.SERVICE,
     do.PDB,
@@ -466,10 +467,12 @@ def pod_spec_hash_of(job: Mapping[str, Any] | None) -> str:
 
 
 def job_action(
-    desired: Mapping[str, Any], live: Mapping[str, Any] | None, owner_uid: str
+    desired: Mapping[str, Any],
+    live: Mapping[str, Any] | None,
+    owner_uid: str,
+    key: str = do.DB_SYNC_JOB,
 ) -> Action:
-    """The db-sync Job under the rerun-key rule (see the module docstring)."""
-    key = do.DB_SYNC_JOB
+    """A database Job (``do.DB_JOBS``) under the rerun-key rule (see the module docstring)."""
     name, namespace = _name_ns(desired)
     if live is None:
         return _action(key, CREATE, ABSENT, name, namespace, desired)
@@ -485,6 +488,21 @@ def job_action(
     if state == ls.JOB_FAILED:
         return _action(key, NONE, JOB_FAILED, name, namespace)
     return _action(key, NONE, JOB_COMPLETE, name, namespace)
+
+
+def delete_action(key: str, live: Mapping[str, Any] | None, owner_uid: str) -> Action:
+    """Delete the live object of ``key`` (background propagation), if it is ours.
+
+    Absent, already being deleted or someone else's: nothing to do (``none``).
+    """
+    name, namespace = _name_ns(live)
+    if live is None:
+        return _action(key, NONE, NOT_WANTED, name, namespace)
+    if ls.is_deleting(live):
+        return _action(key, NONE, DELETING, name, namespace)
+    if not ls.controlled_by(live, owner_uid):
+        return _action(key, NONE, FOREIGN, name, namespace)
+    return _action(key, DELETE, NOT_WANTED, name, namespace, propagation_policy=BACKGROUND)
 
 
 def prune_actions(
@@ -545,8 +563,8 @@ def _key_actions(key: str, want: Mapping[str, Any] | None, ctx: _Context) -> lis
         return deployment_actions(want, current, ctx.owner_uid)
     if key == do.SERVICE:
         return [service_action(want, current, live.deployment, ctx.owner_uid)]
-    if key == do.DB_SYNC_JOB:
-        return [job_action(want, current, ctx.owner_uid)]
+    if key in do.DB_JOBS:
+        return [job_action(want, current, ctx.owner_uid, key)]
     return [ssa_action(key, want, current, ctx.owner_uid)]
 
 

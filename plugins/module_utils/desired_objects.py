@@ -34,7 +34,11 @@ controller reference to the Glance). The rest, per key:
 * ``network_policy``: ``pod_selector``, ``policy_types``, ``ingress``, ``egress``.
 * ``http_route``: ``annotations``, ``parent_refs``, ``hostnames``, ``path``,
   ``backend_refs``, ``timeouts``.
-* ``db_sync_job``: ``annotations`` (the pod-spec hash), ``backoff_limit``, ``pod``.
+* ``db_sync_job``, ``db_expand_job``, ``db_migrate_job``, ``db_contract_job`` (the
+  ``DB_JOBS``, one template): ``annotations`` (the pod-spec hash), ``backoff_limit``,
+  ``pod``. At most one of them is set: ``database_job`` names it (the db-sync Job in the
+  steady state, the Job of the current upgrade phase during an upgrade, none while an
+  upgrade is refused or between phases; ``upgrade.database_job`` decides).
 * ``db_purge_cronjob``: ``schedule``, ``suspend``, ``concurrency_policy``,
   ``job_labels``, ``active_deadline_seconds``, ``pod``.
 
@@ -107,6 +111,9 @@ HPA = "hpa"
 NETWORK_POLICY = "network_policy"
 HTTP_ROUTE = "http_route"
 DB_SYNC_JOB = "db_sync_job"
+DB_EXPAND_JOB = "db_expand_job"
+DB_MIGRATE_JOB = "db_migrate_job"
+DB_CONTRACT_JOB = "db_contract_job"
 DB_PURGE_CRONJOB = "db_purge_cronjob"
 OBJECT_KEYS = (
     CONFIG_MAP,
@@ -119,8 +126,15 @@ OBJECT_KEYS = (
     NETWORK_POLICY,
     HTTP_ROUTE,
     DB_SYNC_JOB,
+    DB_EXPAND_JOB,
+    DB_MIGRATE_JOB,
+    DB_CONTRACT_JOB,
     DB_PURGE_CRONJOB,
 )
+# The three upgrade phase Jobs (reference-spec §4.13), in the order an upgrade runs them.
+DB_PHASE_JOBS = (DB_EXPAND_JOB, DB_MIGRATE_JOB, DB_CONTRACT_JOB)
+# Every Job that runs glance-manage once against the database, from one template.
+DB_JOBS = (DB_SYNC_JOB, *DB_PHASE_JOBS)
 # None for these means "spec block unset: delete the live object".
 OPTIONAL_OBJECTS = frozenset({HPA, NETWORK_POLICY, HTTP_ROUTE})
 
@@ -146,6 +160,9 @@ CONFIG_SUFFIX = "-config"
 BACKENDS_SUFFIX = "-backends"
 DB_CONNECTION_SUFFIX = "-db-connection"
 DB_SYNC_SUFFIX = "-db-sync"
+DB_EXPAND_SUFFIX = "-db-expand"
+DB_MIGRATE_SUFFIX = "-db-migrate"
+DB_CONTRACT_SUFFIX = "-db-contract"
 # A longer Glance name gets a hashed db-purge name: CronJob names are capped at 52.
 
 # --- ports, paths, identities ------------------------------------------------------------
@@ -299,6 +316,14 @@ DB_SYNC_SCRIPT = (
     f"{GLANCE_MANAGE} db sync && {GLANCE_MANAGE} db load_metadefs --path {METADEFS_PATH}"
 )
 DB_SYNC_BACKOFF_LIMIT = 4
+# Per database Job: its name suffix, which is also its container's name and its component
+# label without the leading "-", and the script it runs (reference-spec §4.11, §4.13).
+DB_JOB_SPECS = {
+    DB_SYNC_JOB: (DB_SYNC_SUFFIX, DB_SYNC_SCRIPT),
+    DB_EXPAND_JOB: (DB_EXPAND_SUFFIX, f"{GLANCE_MANAGE} db expand"),
+    DB_MIGRATE_JOB: (DB_MIGRATE_SUFFIX, f"{GLANCE_MANAGE} db migrate"),
+    DB_CONTRACT_JOB: (DB_CONTRACT_SUFFIX, f"{GLANCE_MANAGE} db contract"),
+}
 DEFAULT_PURGE_SCHEDULE = "1 0 * * *"
 PURGE_MAX_ROWS = 1000
 PURGE_ACTIVE_DEADLINE_SECONDS = 3600
@@ -1178,24 +1203,34 @@ def _database_pod(
     )
 
 
-def db_sync_job(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any] | None:
-    """``{name}-db-sync``: db sync, then load_metadefs; None while no config exists.
+def db_job(glance: Mapping[str, Any], artifacts: Artifacts, key: str) -> dict[str, Any] | None:
+    """A Job of ``DB_JOBS``: ``{name}-db-sync`` (db sync, then load_metadefs) or an upgrade
+    phase's ``{name}-db-expand`` / ``-db-migrate`` / ``-db-contract``; None while no config
+    exists.
 
-    Its pod carries no name/instance labels, so neither the Service nor the PDB counts it.
-    The annotation is the pod-spec hash: any change to the pod template re-runs it.
+    All four are one shape: the spec image, the config mount, the DSN from the
+    db-connection Secret, the DB TLS volume when TLS is on, backoffLimit 4, never
+    restarted in place. Their pods carry no name/instance labels, so neither the Service
+    nor the PDB counts them. The annotation is the pod-spec hash: any change to the pod
+    template re-runs a finished Job (the rerun key).
     """
     if not artifacts.config_map:
         return None
     spec = _spec(glance)
     name = _name(glance)
-    pod = _database_pod(spec, artifacts, name, DB_SYNC_CONTAINER, DB_SYNC_SCRIPT, "Never", {})
-    out = _metadata(
-        glance, artifacts, name + DB_SYNC_SUFFIX, component_labels(name, COMPONENT_DB_SYNC)
-    )
+    suffix, script = DB_JOB_SPECS[key]
+    component = suffix.lstrip("-")
+    pod = _database_pod(spec, artifacts, name, component, script, "Never", {})
+    out = _metadata(glance, artifacts, name + suffix, component_labels(name, component))
     out["annotations"] = {POD_SPEC_HASH_ANNOTATION: pod_spec_hash(pod)}
     out["backoff_limit"] = DB_SYNC_BACKOFF_LIMIT
     out["pod"] = pod
     return out
+
+
+def db_sync_job(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any] | None:
+    """``{name}-db-sync``: db sync, then load_metadefs; None while no config exists."""
+    return db_job(glance, artifacts, DB_SYNC_JOB)
 
 
 def db_purge_script(spec: Mapping[str, Any]) -> str:
@@ -1246,11 +1281,16 @@ def desired_objects(
     *,
     narrow_selector: bool = False,
     operator_namespace: str | None = None,
+    database_job: str | None = DB_SYNC_JOB,
 ) -> dict[str, dict[str, Any] | None]:
     """The data of every owned object, by key (see the module docstring for ``None``).
 
     ``glance`` is the stored Glance with defaults applied (``admission.judge(...).object``).
+    ``database_job`` is the one key of ``DB_JOBS`` to render (None: none of them).
     """
+    if database_job is not None and database_job not in DB_JOBS:
+        raise ValueError(f"database_job must be one of {DB_JOBS}, not {database_job!r}")
+    jobs = {key: db_job(glance, artifacts, key) if key == database_job else None for key in DB_JOBS}
     return {
         CONFIG_MAP: config_map(glance, artifacts),
         BACKENDS_SECRET: backends_secret(glance, artifacts),
@@ -1261,6 +1301,6 @@ def desired_objects(
         HPA: hpa(glance, artifacts),
         NETWORK_POLICY: network_policy(glance, artifacts, operator_namespace),
         HTTP_ROUTE: http_route(glance, artifacts),
-        DB_SYNC_JOB: db_sync_job(glance, artifacts),
+        **jobs,
         DB_PURGE_CRONJOB: db_purge_cronjob(glance, artifacts),
     }

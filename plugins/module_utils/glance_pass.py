@@ -26,17 +26,30 @@ The pipeline (``docs/reconcile.md`` tells it for users):
    HPA, NetworkPolicy, HTTPRoute and db-purge CronJob applied with their conditions,
    whatever the later steps say (DECISIONS.md).
 5. Database (``DatabaseReady``): no configuration yet → WaitingForBackends (30 s); an
-   image tag naming another release → ImageReleaseMismatch (30 s); a release change →
-   UpgradeNotSupported until the upgrade flow arrives; else the db-sync Job under the
-   rerun-key rule: running → DBSyncInProgress (30 s), failed → DBSyncFailed, complete →
-   DatabaseSynced and ``installedRelease``.
+   image tag naming another release → ImageReleaseMismatch (30 s, also during an
+   upgrade, but not when it is aborted); a release change → the expand-migrate-contract
+   upgrade (``upgrade``, reference-spec §4.13): initiation (or VersionParseError,
+   DowngradeNotSupported, UpgradePathInvalid), abort, UpgradeTargetChanged, or the
+   current phase's Job (Expanding, Migrating, Contracting) under the rerun-key rule;
+   RollingUpdate goes on to the Deployment. Otherwise the db-sync Job: running →
+   DBSyncInProgress (30 s), failed → DBSyncFailed, complete → DatabaseSynced and
+   ``installedRelease``.
 6. Deployment (``DeploymentReady``): apply the Deployment, Service and PDB; ready →
-   ``status.endpoint``; not ready → WaitingForDeployment (10 s).
+   ``status.endpoint``; not ready → WaitingForDeployment (10 s). In RollingUpdate, only a
+   fully converged rollout counts, and it moves the upgrade on to Contracting (at once,
+   without stamping the endpoint).
 7. ``GlanceAPIReady`` from ``health`` once the Deployment is ready (10 s while unhealthy).
 
 A step that stops the pass leaves the conditions of later steps as they were. A state
 the user or the cluster will fix (a missing Secret, a failed Job, an object someone else
-owns) is a condition, never an error: the pass always completes.
+owns, a refused upgrade path) is a condition, never an error: the pass always completes,
+and where the reference returns an error (and backs off) the pass emits the Warning event
+when the condition changes and asks for no requeue: the fix (a change to the Glance, a
+deleted Job) brings the next pass.
+
+While an upgrade has not yet migrated the schema (a refused or moved target, initiation,
+Expanding, Migrating) the live db-purge CronJob is kept as it is: it runs the old image
+against the old schema, as the reference's does, until the Deployment rolls.
 """
 
 from __future__ import annotations
@@ -51,6 +64,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils import apply_plan as a
 from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
 from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils import upgrade
 from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
     db_purge_cronjob_name,
 )
@@ -58,10 +72,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission impor
     DEFAULT_RETENTION_DAYS,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import InputSet
-from ansible_collections.c5c3.glance.plugins.module_utils.release import (
-    image_release_mismatch,
-    is_upgrade,
-)
+from ansible_collections.c5c3.glance.plugins.module_utils.release import image_release_mismatch
 from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import Plan, build_plan
 from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import render_objects
 from ansible_collections.c5c3.glance.plugins.module_utils.status_writer import (
@@ -75,13 +86,13 @@ ADD = "add"
 REMOVE = "remove"
 
 # --- requeue intervals, seconds (reference-spec §2.3 "Requeue intervals") ---------------
-REQUEUE_NOW = 0  # after adding the finalizer
+REQUEUE_NOW = 0  # after adding the finalizer; upgrade initiation, phase steps, abort
 REQUEUE_RECREATE = 5  # after deleting an object to create it again; while one is deleted
 REQUEUE_DEPLOYMENT = 10  # Deployment not ready, route not accepted, API unhealthy
 REQUEUE_HEALTH = 10
 REQUEUE_ROUTE = 10
 REQUEUE_SECRETS = 15  # Secrets gate, ConfigError
-REQUEUE_DATABASE = 30  # db-sync running, waiting for a backend, release mismatch
+REQUEUE_DATABASE = 30  # db-sync or a phase Job running, waiting for a backend, mismatch
 REQUEUE_CONFLICT = 30  # an owned name taken by someone else's object
 REQUEUE_GATEWAY_PROBE = 60  # spec.gateway set, no Gateway API: probed again
 
@@ -294,6 +305,10 @@ class _Pass:
         self.requeues: list[int] = []
         self.desired: dict[str, dict[str, Any] | None] = {}
         self.fields: dict[str, Any] = {}
+        # Deletions beyond the desired objects' own (the phase Jobs of an aborted upgrade).
+        self.extra_actions: list[ap.Action] = []
+        release = str(_spec(glance).get("openStackRelease") or "")
+        self.upgrade = upgrade.database_step(release, status)
 
     # -- recording --------------------------------------------------------------------
     def set(self, cond: dict[str, str], requeue: int | None = None) -> None:
@@ -415,23 +430,43 @@ def _http_route_step(p: _Pass, plan: Plan) -> None:
     )
 
 
+def _holds_old_schema(step: upgrade.Step) -> bool:
+    """The schema is not migrated yet: the upgrade is refused, starts, or expands/migrates."""
+    return step.action in (upgrade.INITIATE, upgrade.REFUSE, upgrade.TARGET_CHANGED) or (
+        step.action == upgrade.PHASE and step.phase in (upgrade.EXPANDING, upgrade.MIGRATING)
+    )
+
+
 def _db_purge_step(p: _Pass, plan: Plan) -> None:
-    obj = p.want(do.DB_PURGE_CRONJOB, plan.desired.get(do.DB_PURGE_CRONJOB))
-    if obj is None:  # no configuration: not reached
-        return
     live = p.live.get(do.DB_PURGE_CRONJOB)
-    action = ap.ssa_action(do.DB_PURGE_CRONJOB, obj, live, p.owner_uid)
-    if action.error:
-        _conflict(p, c.DB_PURGE_READY, action)
-        return
     purge = _spec(p.glance).get("dbPurge") or {}
+    suspended = bool(purge.get("suspend"))
+    held = live is not None and _holds_old_schema(p.upgrade)
+    if held:
+        suspended = bool((live.get("spec") or {}).get("suspend"))  # what runs is the live one
+        # Kept as it is (old image, old configuration) until the schema is migrated.
+        if ls.controlled_by_other(live, p.owner_uid):
+            _conflict(
+                p,
+                c.DB_PURGE_READY,
+                ap.ssa_action(do.DB_PURGE_CRONJOB, live, live, p.owner_uid),
+            )
+            return
+    else:
+        obj = p.want(do.DB_PURGE_CRONJOB, plan.desired.get(do.DB_PURGE_CRONJOB))
+        if obj is None:  # no configuration: not reached
+            return
+        action = ap.ssa_action(do.DB_PURGE_CRONJOB, obj, live, p.owner_uid)
+        if action.error:
+            _conflict(p, c.DB_PURGE_READY, action)
+            return
     schedule = purge.get("schedule") or do.DEFAULT_PURGE_SCHEDULE
     days = purge.get("retentionDays") or DEFAULT_RETENTION_DAYS
     name = db_purge_cronjob_name(_meta(p.glance)["name"])
     observed = ls.newest_terminal_job(p.live.jobs, name, ls.meta(live).get("uid"))
     failed = observed is not None and ls.job_state(observed) == ls.JOB_FAILED
     job_name = ls.meta(observed).get("name", "")
-    if purge.get("suspend"):
+    if suspended:
         message = (
             "Database purge CronJob suspended via spec.dbPurge.suspend; no rows are being "
             f'hard-deleted and the soft-deleted backlog keeps growing (schedule "{schedule}", '
@@ -469,39 +504,117 @@ def _db_purge_step(p: _Pass, plan: Plan) -> None:
     )
 
 
+def _image_matches(p: _Pass, spec: Mapping[str, Any], release: str) -> bool:
+    """The image/release lockstep check; False (ImageReleaseMismatch, 30 s) stops the pass."""
+    tag = (spec.get("image") or {}).get("tag")
+    named = image_release_mismatch(tag, release)
+    if named is None:
+        return True
+    message = (
+        f'spec.image.tag "{tag}" names release {named}, but spec.openStackRelease is '
+        f"{release}; change them together (the database schema follows the release)"
+    )
+    p.set(
+        c.condition(c.DATABASE_READY, False, c.IMAGE_RELEASE_MISMATCH, message),
+        REQUEUE_DATABASE,
+    )
+    return False
+
+
 def _database_step(p: _Pass, plan: Plan) -> bool:
     """The database step (brownfield); False stops the pass."""
     spec = _spec(p.glance)
     release = str(spec.get("openStackRelease") or "")
-    installed = str(p.existing_status.get("installedRelease") or "")
     if not plan.config_map:
         p.set(
             c.condition(c.DATABASE_READY, False, c.WAITING_FOR_BACKENDS, DB_WAITING_FOR_BACKENDS),
             REQUEUE_DATABASE,
         )
         return False
-    tag = (spec.get("image") or {}).get("tag")
-    named = image_release_mismatch(tag, release)
-    if named is not None:
-        message = (
-            f'spec.image.tag "{tag}" names release {named}, but spec.openStackRelease is '
-            f"{release}; change them together (the database schema follows the release)"
-        )
-        p.set(
-            c.condition(c.DATABASE_READY, False, c.IMAGE_RELEASE_MISMATCH, message),
-            REQUEUE_DATABASE,
-        )
+    step = p.upgrade
+    if step.action == upgrade.ABORT:
+        _abort_upgrade(p, step)
         return False
-    phase = str(p.existing_status.get("upgradePhase") or "")
-    if phase or is_upgrade(release, installed):
-        where = f"an upgrade in phase {phase}" if phase else f"{installed} → {release}"
-        message = (
-            f"Release change detected ({where}): upgrades arrive in a later release of the "
-            f"operator; set spec.openStackRelease back to {installed or 'the installed release'} "
-            "(and the image with it) to keep reconciling. Nothing was changed"
-        )
-        p.set(c.condition(c.DATABASE_READY, False, c.UPGRADE_NOT_SUPPORTED, message))
+    if step.check_image and not _image_matches(p, spec, release):
         return False
+    if step.action == upgrade.SYNC:
+        return _db_sync(p, plan, release)
+    if step.action == upgrade.INITIATE:
+        cond, event = upgrade.initiated(step)
+        p.fields["target_release"] = step.target
+        p.fields["upgrade_phase"] = step.phase
+        p.events.append(event)
+        p.set(cond, REQUEUE_NOW)
+        return False
+    if step.action in (upgrade.REFUSE, upgrade.TARGET_CHANGED):
+        cond = c.condition(c.DATABASE_READY, False, step.reason, step.message)
+        if p.changed(cond):
+            p.events.append(upgrade.refused_event(step))
+        p.set(cond)
+        return False
+    if step.phase == upgrade.ROLLING_UPDATE:
+        # No Job: the Deployment step rolls the API to the new release.
+        p.set(upgrade.rolling_update())
+        return True
+    return _phase_job(p, plan, step)
+
+
+def _abort_upgrade(p: _Pass, step: upgrade.Step) -> None:
+    """The spec is back at the installed release: delete the phase Jobs, clear the phase."""
+    for key in do.DB_PHASE_JOBS:
+        action = ap.delete_action(key, p.live.get(key), p.owner_uid)
+        if action.writes:
+            p.extra_actions.append(action)
+    p.fields["target_release"] = ""
+    p.fields["upgrade_phase"] = ""
+    p.events.append(upgrade.aborted(step))
+    p.requeues.append(REQUEUE_NOW)
+
+
+_PHASE_JOB_RUNNING = {
+    ap.ABSENT: REQUEUE_DATABASE,
+    ap.JOB_RUNNING: REQUEUE_DATABASE,
+    ap.RERUN: REQUEUE_RECREATE,
+    ap.DELETING: REQUEUE_RECREATE,
+}
+
+
+def _phase_job(p: _Pass, plan: Plan, step: upgrade.Step) -> bool:
+    """Expanding, Migrating, Contracting: the phase's Job decides; False stops the pass."""
+    key = upgrade.PHASE_JOBS[step.phase]
+    job = p.want(key, plan.desired.get(key))
+    live = p.live.get(key)
+    action = ap.job_action(job, live, p.owner_uid, key)
+    if action.error:
+        _conflict(p, c.DATABASE_READY, action)
+        return False
+    if action.reason in _PHASE_JOB_RUNNING:
+        outcome = upgrade.phase_outcome(step.phase, upgrade.RUNNING, step, action.name)
+        p.set(outcome.condition, _PHASE_JOB_RUNNING[action.reason])
+        return False
+    failed = action.reason == ap.JOB_FAILED
+    outcome = upgrade.phase_outcome(
+        step.phase,
+        upgrade.FAILED if failed else upgrade.COMPLETE,
+        step,
+        action.name,
+        ls.job_failure_detail(live) if failed else "",
+    )
+    if outcome.event is not None and (not outcome.warning or p.changed(outcome.condition)):
+        p.events.append(outcome.event)
+    if outcome.next_phase == "":
+        p.fields["installed_release"] = step.target
+        p.fields["target_release"] = ""
+        p.fields["upgrade_phase"] = ""
+    elif outcome.next_phase is not None:
+        p.fields["upgrade_phase"] = outcome.next_phase
+    p.set(outcome.condition, REQUEUE_NOW if outcome.requeue_now else None)
+    return False
+
+
+def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
+    """The steady-state db-sync Job; False stops the pass."""
+    installed = str(p.existing_status.get("installedRelease") or "")
     job = p.want(do.DB_SYNC_JOB, plan.desired.get(do.DB_SYNC_JOB))
     action = ap.job_action(job, p.live.get(do.DB_SYNC_JOB), p.owner_uid)
     name = action.name
@@ -575,6 +688,24 @@ def _deployment_step(p: _Pass, plan: Plan) -> bool:
         )
         return False
     ready = main.reason == ap.UNCHANGED and ls.deployment_ready(live_deployment)
+    rolling = p.upgrade.action == upgrade.PHASE and p.upgrade.phase == upgrade.ROLLING_UPDATE
+    if ready and rolling:
+        if not upgrade.rollout_converged(live_deployment):
+            p.set(
+                c.condition(
+                    c.DEPLOYMENT_READY, False, c.WAITING_FOR_DEPLOYMENT, upgrade.ROLLOUT_WAITING
+                ),
+                REQUEUE_DEPLOYMENT,
+            )
+            return False
+        # Every pod runs the new release: contract next, at once; the endpoint waits.
+        p.fields["upgrade_phase"] = upgrade.CONTRACTING
+        p.events.append(upgrade.rollout_complete(p.upgrade))
+        p.set(
+            c.condition(c.DEPLOYMENT_READY, True, c.DEPLOYMENT_READY_REASON, DEPLOYMENT_AVAILABLE),
+            REQUEUE_NOW,
+        )
+        return False
     if not ready:
         p.set(
             c.condition(
@@ -618,8 +749,10 @@ def _finish(p: _Pass, plan: Plan | None, now: datetime | str) -> PassResult:
         now,
         endpoint=p.fields.get("endpoint", KEEP),
         installed_release=p.fields.get("installed_release", KEEP),
+        target_release=p.fields.get("target_release", KEEP),
+        upgrade_phase=p.fields.get("upgrade_phase", KEEP),
     )
-    actions = ap.apply_actions(p.desired, p.live, p.owner_uid)
+    actions = ap.apply_actions(p.desired, p.live, p.owner_uid) + p.extra_actions
     return PassResult(
         actions=actions,
         status=new_status,

@@ -314,7 +314,8 @@ class LiveObjects:
     """The live objects one Glance pass decides from, as the gather step read them.
 
     * ``objects``: by ``desired_objects`` key, the object of that key's fixed name
-      (``{name}``, ``{name}-db-sync``, ``{name}-db-connection``, the db-purge name),
+      (``{name}``, ``{name}-db-sync``, the upgrade phase Jobs ``{name}-db-expand``,
+      ``-db-migrate``, ``-db-contract``, ``{name}-db-connection``, the db-purge name),
       absent when it does not exist;
     * ``config_maps``, ``backends_secrets``: every ConfigMap / Secret listed by the label
       ``cobaltcore.c5c3.io/config-base={name}-config`` / ``{name}-backends``;
@@ -362,8 +363,8 @@ def live_objects(
     """Sort a flat list of live objects of a Glance's namespace into a ``LiveObjects``.
 
     Objects of the owned fixed names go to ``objects``; ConfigMaps and Secrets with the
-    config-base label of this Glance to the listings; Jobs other than the db-sync Job to
-    ``jobs``; anything else is ignored.
+    config-base label of this Glance to the listings; Jobs other than the database Jobs
+    (db-sync and the phase Jobs) to ``jobs``; anything else is ignored.
     """
     fixed = {
         (kind, name): key
@@ -375,7 +376,7 @@ def live_objects(
             (do.HPA, "HorizontalPodAutoscaler", glance_name),
             (do.NETWORK_POLICY, "NetworkPolicy", glance_name),
             (do.HTTP_ROUTE, "HTTPRoute", glance_name),
-            (do.DB_SYNC_JOB, "Job", glance_name + do.DB_SYNC_SUFFIX),
+            *((key, "Job", glance_name + do.DB_JOB_SPECS[key][0]) for key in do.DB_JOBS),
             (do.DB_PURGE_CRONJOB, "CronJob", db_purge_cronjob_name(glance_name)),
         )
     }

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils import upgrade
 from ansible_collections.c5c3.glance.plugins.module_utils.backend_projection import (
     Projection,
     is_attached,
@@ -107,13 +108,15 @@ class Plan:
     retained: bool = False
     # The config step failed (SecretsReady=False/ConfigError): nothing was rendered.
     config_error: str = ""
+    # installedRelease, targetRelease, upgradePhase as the database step records them.
+    release_status: dict[str, str] = field(default_factory=dict)
 
     def status_documents(self) -> list[dict[str, Any]]:
         """The status of the Glance and of each GlanceBackend, one document each."""
         docs = []
         if self.glance is None:
             return docs
-        docs.append(_status_document(self.glance, self.glance_conditions))
+        docs.append(_status_document(self.glance, self.glance_conditions, self.release_status))
         for backend in self.backends:
             name = backend["metadata"]["name"]
             docs.append(_status_document(backend, self.backend_conditions.get(name, [])))
@@ -135,16 +138,35 @@ class Plan:
         }
 
 
-def _status_document(obj: Mapping[str, Any], conds: list[dict[str, str]]) -> dict[str, Any]:
+def _status_document(
+    obj: Mapping[str, Any],
+    conds: list[dict[str, str]],
+    fields: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     meta = obj["metadata"]
     generation = meta.get("generation", 1)
     stamped = [dict(cond, observedGeneration=generation) for cond in conds]
+    status: dict[str, Any] = {"conditions": stamped, "observedGeneration": generation}
+    status.update({k: v for k, v in (fields or {}).items() if v})
     return {
         "apiVersion": obj["apiVersion"],
         "kind": obj["kind"],
         "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-        "status": {"conditions": stamped, "observedGeneration": generation},
+        "status": status,
     }
+
+
+def release_status(release: str, status: Mapping[str, Any] | None) -> dict[str, str]:
+    """``installedRelease``, ``targetRelease`` and ``upgradePhase`` once the database step
+    has seen ``status``: an upgrade about to start is already in its first phase."""
+    out = {
+        key: str((status or {}).get(key) or "")
+        for key in ("installedRelease", "targetRelease", "upgradePhase")
+    }
+    step = upgrade.database_step(release, status)
+    if step.action == upgrade.INITIATE:
+        out["targetRelease"], out["upgradePhase"] = step.target, step.phase
+    return out
 
 
 def decode_secrets(secrets: list[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
@@ -317,11 +339,14 @@ def build_plan(
         image_cache_max_size=image_cache_max_size(spec),
         owner=owner_of(glance),
     )
+    stored_status = found.glance.get("status") or {}
+    plan.release_status = release_status(spec["openStackRelease"], stored_status)
     desired = desired_objects(
         glance,
         artifacts,
         narrow_selector=narrow_selector,
         operator_namespace=operator_namespace,
+        database_job=upgrade.database_job(spec["openStackRelease"], stored_status),
     )
     if not plan.config_map:
         # Without a configuration only the DB connection Secret stands on its own.
@@ -395,6 +420,12 @@ def summarize(plan: Mapping[str, Any], manifests: list[Mapping[str, Any]]) -> li
         f" of [{', '.join(plan.get('enabled_backends') or [])}]",
     ]
     for doc in plan.get("status") or []:
+        phase = doc["status"].get("upgradePhase")
+        if phase:
+            lines.append(
+                f"upgrade: {doc['status'].get('installedRelease')} → "
+                f"{doc['status'].get('targetRelease')}, phase {phase}"
+            )
         conds = doc["status"]["conditions"]
         shown = ", ".join(f"{cond['type']}={cond['status']}({cond['reason']})" for cond in conds)
         lines.append(f"{doc['kind']} {doc['metadata']['name']}: {shown}")

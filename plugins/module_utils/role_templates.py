@@ -52,7 +52,10 @@ KINDS: dict[str, ObjectKind] = {
     do.HTTP_ROUTE: ObjectKind(
         "gateway.networking.k8s.io/v1", "HTTPRoute", "glance_exposure", "httproute.yaml.j2"
     ),
-    do.DB_SYNC_JOB: ObjectKind("batch/v1", "Job", "glance_database", "db_sync_job.yaml.j2"),
+    **{
+        key: ObjectKind("batch/v1", "Job", "glance_database", "db_job.yaml.j2")
+        for key in do.DB_JOBS
+    },
     do.DB_PURGE_CRONJOB: ObjectKind(
         "batch/v1", "CronJob", "glance_database", "db_purge_cronjob.yaml.j2"
     ),

@@ -14,11 +14,18 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from e2e.stack import Stack, StackError, missing_programs
+from support.hack_scripts import hack_script
+
+# The upgrade flow (a library the bench shares) checks as it goes: show the values.
+pytest.register_assert_rewrite("e2e.upgrade")
 
 SKIP_ENV = "C5C3_SKIP_E2E"
+SKIP_VENV_ENV = "C5C3_SKIP_GLANCE_VENV"
+glance_venv = hack_script("glance_venv")
 
 
 def _say(msg: str) -> None:
@@ -67,3 +74,23 @@ def timed(request, say):
     started = time.monotonic()
     yield
     say(f"\n[e2e] {request.node.name}: {time.monotonic() - started:.1f}s")
+
+
+@pytest.fixture(scope="session")
+def release_venv() -> Callable[[str], Path]:
+    """``.venv-glance/<release>``, built on demand; skips with ``C5C3_SKIP_GLANCE_VENV=1``."""
+
+    def _venv(release: str) -> Path:
+        if os.environ.get(SKIP_VENV_ENV) == "1":
+            pytest.skip(f"{SKIP_VENV_ENV}=1: the Glance {release} environment is not built or used")
+        try:
+            glance_venv.ensure_venv(release, log=lambda _: None)
+        except glance_venv.GlanceVenvError as exc:
+            pytest.fail(
+                f"cannot build .venv-glance/{release} (make glance-venvs; or set "
+                f"{SKIP_VENV_ENV}=1 to skip these tests): {exc}",
+                pytrace=False,
+            )
+        return glance_venv.venv_dir(release)
+
+    return _venv

@@ -982,10 +982,20 @@ class Stack:
         return self.render(f"render-{name}", docs), remap
 
     def run_container(
-        self, name: str, rendered: Rendered, remap: Remap, kind: str, container_name: str
+        self,
+        name: str,
+        rendered: Rendered,
+        remap: Remap,
+        kind: str,
+        container_name: str,
+        object_name: str | None = None,
     ) -> subprocess.CompletedProcess:
-        """Run a rendered Job's or CronJob's container to completion (must exit 0)."""
-        obj = rendered.find(kind)
+        """Run a rendered Job's or CronJob's container to completion (must exit 0).
+
+        ``object_name`` picks the object when the render holds more than one of ``kind``
+        (the db-sync Job next to an upgrade phase Job).
+        """
+        obj = rendered.find(kind, object_name)
         pod, container = pod_container(obj["spec"].get("jobTemplate", obj), container_name)
         materialize(rendered, pod, container, remap)
         env = remap.environment(rendered.container_env(container, remap.downward_api))
@@ -1114,6 +1124,31 @@ class Stack:
         if proc.returncode != 0:
             raise AssertionError(f"e2e python failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
         return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def sql(self, statement: str, database: str = "glance") -> list[list[str]]:
+        """A statement on ``database``, as the Glance DB user over TCP; the rows as text."""
+        proc = subprocess.run(
+            [
+                debian_program("mariadb"),
+                "--no-defaults",
+                "-h127.0.0.1",
+                f"-P{self.mariadb_port}",
+                f"-u{DB_USER}",
+                f"-p{DB_PASSWORD}",
+                "-N",
+                "-B",
+                database,
+                "-e",
+                statement,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise StackError(f"SQL on {database}: {statement!r}: {proc.stderr.strip()}")
+        return [line.split("\t") for line in proc.stdout.splitlines()]
 
     def demo_token(self) -> str:
         return self.keystone_token("demo", DEMO_PASSWORD, "demo")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import subprocess
 from typing import Any
 
 import pytest
@@ -26,11 +25,8 @@ from e2e.glance_http import (
     web_download,
 )
 from e2e.stack import (
-    DB_PASSWORD,
-    DB_USER,
     Rendered,
     Stack,
-    debian_program,
     free_port,
     http,
 )
@@ -62,27 +58,7 @@ def named(rendered: Rendered, kind: str, prefix: str) -> str:
 
 def sql(stack: Stack, statement: str) -> list[list[str]]:
     """A statement on the glance database, as the stack's DB user; the rows as text."""
-    proc = subprocess.run(
-        [
-            debian_program("mariadb"),
-            "--no-defaults",
-            "-h127.0.0.1",
-            f"-P{stack.mariadb_port}",
-            f"-u{DB_USER}",
-            f"-p{DB_PASSWORD}",
-            "-N",
-            "-B",
-            "glance",
-            "-e",
-            statement,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return [line.split("\t") for line in proc.stdout.splitlines()]
+    return stack.sql(statement)
 
 
 # ---------------------------------------------------------------------------------------

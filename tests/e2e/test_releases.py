@@ -17,7 +17,6 @@ skips them with the other tests that need the release environments.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from typing import Any
@@ -31,22 +30,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.glance_venv]
 
 glance_venv = hack_script("glance_venv")
 OTHER_RELEASES = [r for r in glance_venv.releases() if r != RELEASE]
-SKIP_ENV = "C5C3_SKIP_GLANCE_VENV"
 SMOKE_SIZE = 1024 * 1024 + 4321
-
-
-def _release_venv(release: str):
-    if os.environ.get(SKIP_ENV) == "1":
-        pytest.skip(f"{SKIP_ENV}=1: the Glance {release} environment is not built or used")
-    try:
-        glance_venv.ensure_venv(release, log=lambda _: None)
-    except glance_venv.GlanceVenvError as exc:
-        pytest.fail(
-            f"cannot build .venv-glance/{release} (make glance-venvs; or set {SKIP_ENV}=1 "
-            f"to skip these tests): {exc}",
-            pytrace=False,
-        )
-    return glance_venv.venv_dir(release)
 
 
 def test_there_are_other_releases_to_smoke():
@@ -54,8 +38,10 @@ def test_there_are_other_releases_to_smoke():
 
 
 @pytest.mark.parametrize("release", OTHER_RELEASES)
-def test_the_release_runs_from_its_render_on_the_stack(stack: Stack, release, timed, say):
-    venv = _release_venv(release)
+def test_the_release_runs_from_its_render_on_the_stack(
+    stack: Stack, release_venv, release, timed, say
+):
+    venv = release_venv(release)
     started = time.monotonic()
     database = "glance_" + release.replace(".", "_")
     stack.create_database(database)

@@ -7,6 +7,10 @@ regenerate them with ``UPDATE_GOLDEN=1 make unit`` and review the diff before co
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
@@ -186,3 +190,73 @@ def test_without_db_credentials_nothing_is_rendered_and_secrets_ready_waits(rend
         "WaitingForDBCredentials",
     )
     assert "username" in conds["SecretsReady"]["message"]
+
+
+def _database_jobs(render) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in render.manifests if o["kind"] == "Job"}
+
+
+@pytest.mark.parametrize(
+    ("name", "job", "command", "phase"),
+    [
+        ("upgrade-start", "glance-db-expand", "db expand", "Expanding"),
+        ("upgrade-migrating", "glance-db-migrate", "db migrate", "Migrating"),
+    ],
+)
+def test_an_upgrade_in_the_input_status_renders_its_phase_job_instead_of_db_sync(
+    renders, name, job, command, phase
+):
+    render = renders[name]
+    jobs = _database_jobs(render)
+    assert list(jobs) == [job]
+    pod = jobs[job]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == [
+        "/bin/sh",
+        "-eu",
+        "-c",
+        f"glance-manage --config-dir /etc/glance/glance-api.conf.d/ {command}",
+    ]
+    assert container["image"] == "ghcr.io/c5c3/glance:2026.2"
+    assert jobs[job]["spec"]["backoffLimit"] == 4
+    # The same configuration mount and environment as the db-sync Job of the same Glance.
+    (sync,) = _database_jobs(renders["glance-minimal"]).values()
+    sync_pod = sync["spec"]["template"]["spec"]
+    assert pod["volumes"] == sync_pod["volumes"]
+    assert container["volumeMounts"] == sync_pod["containers"][0]["volumeMounts"]
+    assert container["env"] == sync_pod["containers"][0]["env"]
+    status = render.status[0]["status"]
+    assert (status["installedRelease"], status["targetRelease"], status["upgradePhase"]) == (
+        "2026.1",
+        "2026.2",
+        phase,
+    )
+    assert f"upgrade: 2026.1 → 2026.2, phase {phase}" in render.stdout
+
+
+def test_the_upgrade_review_command_of_the_render_docs_runs_as_written(tmp_path):
+    """``docs/render.md`` shows how to render an upgrade under way; run that line as is."""
+    root = GOLDEN.parents[2]
+    (line,) = [
+        text
+        for text in (root / "docs" / "render.md").read_text().splitlines()
+        if text.startswith("ansible-playbook") and "upgrade-migrating.yaml" in text
+    ]
+    out = root / "out" / "upgrade"
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        ANSIBLE_CONFIG=str(root / "ansible.cfg"),
+    )
+    result = subprocess.run(
+        ["bash", "-c", line], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    try:
+        manifests = [d for d in yaml.safe_load_all((out / "manifests.yaml").read_text()) if d]
+        jobs = [o["metadata"]["name"] for o in manifests if o["kind"] == "Job"]
+        assert jobs == ["glance-db-migrate"]
+        assert "upgrade: 2026.1 → 2026.2, phase Migrating" in result.stdout
+    finally:
+        shutil.rmtree(out, ignore_errors=True)

@@ -12,6 +12,7 @@ from runner.metrics import (
     DB_JOB_BUCKETS,
     RECONCILE_STEP_BUCKETS,
     RECONCILE_TIME_BUCKETS,
+    UPGRADE_PHASE_BUCKETS,
     Registry,
     RunnerMetrics,
     format_value,
@@ -291,6 +292,12 @@ REFERENCE_FAMILIES = {
     "workqueue_depth": ("gauge", ["name"], None),
     "workqueue_adds_total": ("counter", ["name"], None),
     "workqueue_retries_total": ("counter", ["name"], None),
+    # Ours, not the reference's: the time of each release upgrade phase.
+    "glance_operator_upgrade_phase_duration_seconds": (
+        "histogram",
+        ["glance", "namespace", "phase"],
+        UPGRADE_PHASE_BUCKETS,
+    ),
 }
 
 

@@ -610,6 +610,34 @@ def test_events_reach_the_right_queues(tmp_path):
     assert drain(m, "Glance") == []
 
 
+def test_the_glance_handler_times_upgrade_phases_and_still_enqueues(tmp_path):
+    m = manager(tmp_path)
+    clock = iter([0.0, 100.0, 160.0])
+    m.upgrade_phases.clock = lambda: next(clock)
+
+    class Synced:
+        synced = threading.Event()
+
+    Synced.synced.set()
+    handle = m._glance_handler(GLANCE_WATCH, Synced())
+    before = glance(resourceVersion="11")
+    expanding = glance(resourceVersion="12", generation=2)
+    expanding["status"] = {"installedRelease": "2026.1", "targetRelease": "2026.2"}
+    before["status"] = dict(expanding["status"])
+    expanding["status"]["upgradePhase"] = "Expanding"
+    migrating = glance(resourceVersion="13", generation=2)
+    migrating["status"] = dict(expanding["status"], upgradePhase="Migrating")
+    m.upgrade_phases.seen(ctl.ADDED, before, None)  # known before the upgrade began
+    handle(ctl.MODIFIED, expanding, before)
+    assert drain(m, "Glance") == [KEY]  # the spec change still enqueues
+    handle(ctl.MODIFIED, migrating, expanding)
+    series = m.metrics.upgrade_phase_duration.samples()
+    assert any(
+        name.endswith("_sum") and dict(labels).get("phase") == "Expanding" and value == 60
+        for name, labels, value in series
+    ), series
+
+
 def test_a_standby_is_ready_and_a_leader_only_once_synced(tmp_path):
     m = manager(tmp_path)
     assert not m.ready()

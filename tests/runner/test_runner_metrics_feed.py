@@ -35,6 +35,7 @@ from runner.metrics_feed import (
     STEPS,
     UNSTEPPED_TASKS,
     DbJobCounter,
+    UpgradePhaseTimer,
     observe_pass,
     pass_steps,
     step_of,
@@ -342,3 +343,90 @@ def test_releasing_the_finalizer_drops_the_glance_s_series():
     playbook.outcome = RunOutcome(STATS, (), None)
     reconciler.reconcile(KEY, threading.Event())
     assert released == [KEY]
+
+
+# -- upgrade phases ------------------------------------------------------------------------
+
+PHASE_DURATION = "glance_operator_upgrade_phase_duration_seconds"
+
+
+def glance_at(phase: str = "", installed: str = "2026.1", target: str = "") -> dict:
+    status = {"installedRelease": installed}
+    if phase:
+        status.update(upgradePhase=phase, targetRelease=target or "2026.2")
+    return {
+        "apiVersion": "glance.openstack.c5c3.io/v1alpha1",
+        "kind": "Glance",
+        "metadata": {"name": "glance", "namespace": "openstack", "uid": "g1"},
+        "status": status,
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def walk(timer: UpgradePhaseTimer, clock: Clock, steps) -> list:
+    """Feed (seconds later, Glance) MODIFIED events; what each one observed."""
+    observed, previous = [], None
+    for later, obj in steps:
+        clock.now += later
+        observed.append(timer.seen(MODIFIED, obj, previous))
+        previous = obj
+    return observed
+
+
+def test_each_phase_of_an_upgrade_is_timed_from_the_status_transitions():
+    metrics, clock = RunnerMetrics(), Clock()
+    timer = UpgradePhaseTimer(metrics, clock)
+    timer.seen(ADDED, glance_at(), None, listed=True)
+    observed = walk(
+        timer,
+        clock,
+        [
+            (5, glance_at("Expanding")),
+            (3, glance_at("Expanding")),  # another write in the same phase
+            (40, glance_at("Migrating")),
+            (70, glance_at("RollingUpdate")),
+            (200, glance_at("Contracting")),
+            (30, glance_at(installed="2026.2")),
+        ],
+    )
+    assert observed == [None, None, "Expanding", "Migrating", "RollingUpdate", "Contracting"]
+    page = Page(metrics.exposition())
+    assert page.type[PHASE_DURATION] == "histogram"
+    for phase, seconds in (
+        ("Expanding", 43),
+        ("Migrating", 70),
+        ("RollingUpdate", 200),
+        ("Contracting", 30),
+    ):
+        labels = {**LABELS, "phase": phase}
+        assert page.value(f"{PHASE_DURATION}_sum", **labels) == seconds
+        assert page.value(f"{PHASE_DURATION}_count", **labels) == 1
+
+
+def test_a_phase_under_way_when_first_seen_or_ended_by_an_abort_is_not_timed():
+    metrics, clock = RunnerMetrics(), Clock()
+    timer = UpgradePhaseTimer(metrics, clock)
+    # a new leader lists the Glance in the middle of Migrating: its start is unknown
+    timer.seen(ADDED, glance_at("Migrating"), None, listed=True)
+    assert walk(timer, clock, [(60, glance_at("RollingUpdate")), (10, glance_at())]) == [
+        None,
+        None,  # back without the phase and installedRelease unchanged: an abort
+    ]
+    assert timer.seen(DELETED, None, glance_at()) is None
+    page = Page(metrics.exposition())
+    assert [key for key in page.samples if key[0] == f"{PHASE_DURATION}_count"] == []
+
+
+def test_a_glance_s_phase_series_go_with_its_other_series():
+    metrics, clock = RunnerMetrics(), Clock()
+    timer = UpgradePhaseTimer(metrics, clock)
+    timer.seen(ADDED, glance_at(), None, listed=True)
+    walk(timer, clock, [(1, glance_at("Expanding")), (2, glance_at("Migrating"))])
+    assert metrics.forget_glance("glance", "openstack") == 1

@@ -32,7 +32,8 @@ Implemented, after the real server:
 * Bearer-token authentication on every path (401 ``Unauthorized`` otherwise).
 * GET, LIST (namespaced and across namespaces) with ``labelSelector`` (``=``, ``==``,
   ``!=``, ``in``, ``notin``, exists, ``!`` not-exists) and ``fieldSelector``
-  (``metadata.name``, ``metadata.namespace``); list items of built-in kinds carry no
+  (``metadata.name``, ``metadata.namespace``; on core Events also ``involvedObject.kind``,
+  ``.name``, ``.namespace``, ``.uid``, ``reason``, ``type``); list items of built-in kinds carry no
   ``apiVersion``/``kind`` (custom resources' do), as the real server encodes them.
 * WATCH (``watch=1|true``) from a ``resourceVersion`` (or from now, with synthetic ADDED
   events, when it is absent or ``0``), ``timeoutSeconds``, ``allowWatchBookmarks``
@@ -447,6 +448,15 @@ def parse_label_selector(text: str) -> Callable[[dict], bool]:
 
 
 _FIELD_LABELS = {"metadata.name", "metadata.namespace"}
+# The field labels core/v1 Events add (a subset of the API server's: what kubectl users type).
+_EVENT_FIELD_LABELS = {
+    "involvedObject.kind",
+    "involvedObject.name",
+    "involvedObject.namespace",
+    "involvedObject.uid",
+    "reason",
+    "type",
+}
 
 
 def parse_field_selector(text: str, res: Resource) -> Callable[[dict], bool]:
@@ -456,12 +466,16 @@ def parse_field_selector(text: str, res: Resource) -> Callable[[dict], bool]:
         if not m:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         key, op, val = m.groups()
-        if key not in _FIELD_LABELS:
+        event = res.kind == "Event" and res.group == ""
+        if key not in _FIELD_LABELS and not (event and key in _EVENT_FIELD_LABELS):
             raise bad_request(f"field label not supported: {key}")
-        attr = key.split(".", 1)[1]
+        path = tuple(key.split("."))
 
-        def pred(obj: dict, attr: str = attr, op: str = op, val: str = val) -> bool:
-            have = (obj.get("metadata") or {}).get(attr, "")
+        def pred(obj: dict, path: tuple = path, op: str = op, val: str = val) -> bool:
+            have: Any = obj
+            for part in path:
+                have = (have or {}).get(part) if isinstance(have, dict) else None
+            have = "" if have is None else str(have)
             return have != val if op == "!=" else have == val
 
         reqs.append(pred)

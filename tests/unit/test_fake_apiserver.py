@@ -522,6 +522,34 @@ def test_list_shape_and_field_selectors(api):
     assert api.get(f"{CM}?fieldSelector=spec.foo%3Da")[0] == 400
 
 
+def test_core_events_select_by_involved_object_reason_and_type(api):
+    events = f"/api/v1/namespaces/{NS}/events"
+
+    def event(name, kind, involved, reason, type_="Normal"):
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name},
+            "involvedObject": {"kind": kind, "name": involved, "namespace": NS},
+            "reason": reason,
+            "type": type_,
+        }
+
+    assert api.post(events, event("e1", "Glance", "glance", "UpgradeInitiated"))[0] == 201
+    assert api.post(events, event("e2", "Job", "glance", "Completed"))[0] == 201
+    assert api.post(events, event("e3", "Glance", "other", "ExpandFailed", "Warning"))[0] == 201
+
+    def names(selector):
+        status, body = api.get(f"{events}?fieldSelector={selector}")
+        assert status == 200, body
+        return [i["metadata"]["name"] for i in body["items"]]
+
+    assert names("involvedObject.kind%3DGlance,involvedObject.name%3Dglance") == ["e1"]
+    assert names("type%3DWarning") == ["e3"]
+    assert names("reason%21%3DCompleted") == ["e1", "e3"]
+    assert api.get(f"{CM}?fieldSelector=involvedObject.name%3Dglance")[0] == 400
+
+
 def test_custom_resource_list_items_keep_their_kind(api):
     assert api.post(GLANCES, glance())[0] == 201
     body = api.get(GLANCES)[1]

@@ -368,27 +368,336 @@ def test_a_tag_that_names_no_other_release_passes_the_check(tag):
     assert reasons(r)[c.DATABASE_READY] == ("True", c.DATABASE_SYNCED)
 
 
-def test_a_release_change_is_detected_and_waits_for_the_upgrade_flow():
-    r = converged(spec={"openStackRelease": "2026.1", "image": {"tag": "2026.1"}})
-    assert r.glance["status"]["installedRelease"] == "2026.1"
-    edit_spec(r, {"openStackRelease": "2026.2", "image": {"tag": "2026.2"}})
+# --- the release upgrade (reference-spec §4.13) ---------------------------------------------------
+
+OLD = {"openStackRelease": "2026.1", "image": {"tag": "2026.1"}}
+NEW = {"openStackRelease": "2026.2", "image": {"tag": "2026.2"}}
+PHASE_JOBS = ("glance-db-expand", "glance-db-migrate", "glance-db-contract")
+
+
+def upgrading(spec: dict = NEW, old: dict = OLD) -> Reconciler:
+    """A Glance converged on ``old`` whose spec was just patched to ``spec``."""
+    r = converged(spec=old)
+    assert r.glance["status"]["installedRelease"] == old["openStackRelease"]
+    edit_spec(r, spec)
+    return r
+
+
+def release_fields(r: Reconciler) -> tuple[str | None, str | None, str | None]:
+    status = r.glance["status"]
+    return (status.get("installedRelease"), status.get("targetRelease"), status.get("upgradePhase"))
+
+
+def event_reasons(result: gp.PassResult) -> list[tuple[str, str]]:
+    return [(e["type"], e["reason"]) for e in result.events]
+
+
+def rolling_status(deploy: dict, updated: int, ready: int, total: int) -> dict:
+    replicas = deploy["spec"]["replicas"]
+    return {
+        "observedGeneration": deploy["metadata"]["generation"],
+        "replicas": total,
+        "updatedReplicas": updated,
+        "readyReplicas": ready,
+        "availableReplicas": min(ready, replicas),
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}
+        ],
+    }
+
+
+def image_of(obj: dict) -> str:
+    return obj["spec"]["template"]["spec"]["containers"][0]["image"]
+
+
+def test_an_upgrade_walks_expand_migrate_rollout_contract_and_reruns_db_sync():
+    r = upgrading()
+    # initiation: status and condition only, nothing applied to the database yet
+    start = r.run_pass(HEALTHY, settle=False)
+    assert release_fields(r) == ("2026.1", "2026.2", "Expanding")
+    assert r.condition(c.DATABASE_READY)["reason"] == c.EXPAND_IN_PROGRESS
+    assert r.condition(c.DATABASE_READY)["message"] == (
+        "Upgrade detected: 2026.1 → 2026.2 (phase: Expanding)"
+    )
+    assert event_reasons(start) == [("Normal", "UpgradeInitiated")]
+    assert start.requeue_after == 0
+    assert "Job" not in kinds_written(start) and "Deployment" not in kinds_written(start)
+    assert image_of(r.cluster.get("Deployment", "glance")) == "ghcr.io/c5c3/glance:2026.1"
+    # Expanding: the db-expand Job on the new image; the API keeps the old one
+    expand = r.run_pass(HEALTHY, settle=False)
+    assert ("create", "Job", "glance-db-expand", ap.ABSENT) in writes(expand)
+    job = r.cluster.get("Job", "glance-db-expand")
+    assert image_of(job) == "ghcr.io/c5c3/glance:2026.2"
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"][-1] == (
+        "glance-manage --config-dir /etc/glance/glance-api.conf.d/ db expand"
+    )
+    assert expand.requeue_after == 30 and expand.events == []
+    assert r.condition(c.DATABASE_READY)["reason"] == c.EXPAND_IN_PROGRESS
+    assert "Deployment" not in kinds_written(expand)
+    assert "CronJob" not in kinds_written(expand)  # the purge keeps the old image for now
+    r.cluster.settle()
+    done = r.run_pass(HEALTHY, settle=False)
+    assert event_reasons(done) == [("Normal", "ExpandComplete")]
+    assert release_fields(r) == ("2026.1", "2026.2", "Migrating")
+    assert r.condition(c.DATABASE_READY)["reason"] == c.MIGRATE_IN_PROGRESS
+    assert done.requeue_after == 0 and done.writes == []
+    # Migrating
+    migrate = r.run_pass(HEALTHY, settle=False)
+    assert ("create", "Job", "glance-db-migrate", ap.ABSENT) in writes(migrate)
+    r.cluster.settle()
+    migrated = r.run_pass(HEALTHY, settle=False)
+    assert event_reasons(migrated) == [("Normal", "MigrateComplete")]
+    assert release_fields(r) == ("2026.1", "2026.2", "RollingUpdate")
+    assert r.condition(c.DATABASE_READY)["reason"] == c.UPGRADE_ROLLING_UPDATE
+    assert migrated.requeue_after == 0
+    # RollingUpdate: the Deployment (and the purge CronJob) roll to the new image
+    roll = r.run_pass(HEALTHY, settle=False)
+    assert ("apply", "Deployment", "glance", ap.CHANGED) in writes(roll)
+    assert "CronJob" in kinds_written(roll)
+    deploy = r.cluster.get("Deployment", "glance")
+    assert image_of(deploy) == "ghcr.io/c5c3/glance:2026.2"
+    assert r.condition(c.DATABASE_READY)["message"] == (
+        "Migrate complete, waiting for Deployment rollout"
+    )
+    assert r.cluster.get("Job", "glance-db-contract") is None
+    # ready (Available, enough ready pods) but not converged: no contract yet
+    rolling = "Waiting for the upgraded image to finish rolling out…"
+    for updated, ready, total, message in (
+        (1, 3, 4, rolling),  # ready and Available: the old pods still run
+        (3, 3, 4, rolling),  # one old pod still terminating
+        (3, 2, 3, gp.DEPLOYMENT_NOT_AVAILABLE),  # not even ready
+    ):
+        deploy["status"] = rolling_status(deploy, updated, ready, total)
+        wait = r.run_pass(HEALTHY, settle=False)
+        assert r.glance["status"]["upgradePhase"] == "RollingUpdate", (updated, ready, total)
+        cond = r.condition(c.DEPLOYMENT_READY)
+        assert (cond["status"], cond["reason"]) == ("False", c.WAITING_FOR_DEPLOYMENT)
+        assert cond["message"] == message
+        assert wait.requeue_after == 10 and wait.events == []
+        assert r.cluster.get("Job", "glance-db-contract") is None
+    deploy["status"] = rolling_status(deploy, 3, 3, 3)
+    endpoint = r.glance["status"]["endpoint"]
+    r.glance["status"]["endpoint"] = ""
+    flip = r.run_pass(HEALTHY, settle=False)
+    assert event_reasons(flip) == [("Normal", "DeploymentRolloutComplete")]
+    assert release_fields(r) == ("2026.1", "2026.2", "Contracting")
+    assert reasons(r)[c.DEPLOYMENT_READY] == ("True", c.DEPLOYMENT_READY_REASON)
+    assert flip.requeue_after == 0
+    assert not r.glance["status"].get("endpoint")  # not stamped on the flip
+    r.glance["status"]["endpoint"] = endpoint
+    # Contracting
+    contract = r.run_pass(HEALTHY, settle=False)
+    assert ("create", "Job", "glance-db-contract", ap.ABSENT) in writes(contract)
+    assert r.condition(c.DATABASE_READY)["reason"] == c.CONTRACT_IN_PROGRESS
+    r.cluster.settle()
+    complete = r.run_pass(HEALTHY, settle=False)
+    assert event_reasons(complete) == [("Normal", "UpgradeComplete")]
+    assert release_fields(r) == ("2026.2", None, None)
+    cond = r.condition(c.DATABASE_READY)
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "True",
+        c.DATABASE_SYNCED,
+        "Database schema is up to date (upgraded 2026.1 → 2026.2)",
+    )
+    assert complete.requeue_after == 0
+    # the db-sync Job re-runs on the new image; the phase Jobs stay
+    rerun = r.run_pass(HEALTHY, settle=False)
+    assert ("delete", "Job", "glance-db-sync", ap.RERUN) in writes(rerun)
+    r.converge()
+    assert image_of(r.cluster.get("Job", "glance-db-sync")) == "ghcr.io/c5c3/glance:2026.2"
+    assert all(r.cluster.get("Job", name) is not None for name in PHASE_JOBS)
+    assert reasons(r)[c.READY] == ("True", c.ALL_READY)
+    assert release_fields(r) == ("2026.2", None, None)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason", "says"),
+    [
+        (NEW, OLD, c.DOWNGRADE_NOT_SUPPORTED, "Downgrade 2026.2 → 2026.1 is not supported"),
+        (
+            {"openStackRelease": "2025.2", "image": {"tag": "2025.2"}},
+            NEW,
+            c.UPGRADE_PATH_INVALID,
+            "the next release after 2025.2 is 2026.1",
+        ),
+        (
+            {"openStackRelease": "2025.2", "image": {"tag": "2025.2"}},
+            {"openStackRelease": "2026.2", "image": {"tag": "latest"}},
+            c.UPGRADE_PATH_INVALID,
+            "skips a release",
+        ),
+    ],
+)
+def test_a_refused_upgrade_path_is_a_condition_and_a_warning_and_changes_nothing(
+    old, new, reason, says
+):
+    r = upgrading(new, old)
+    deployment = copy.deepcopy(r.cluster.get("Deployment", "glance"))
+    cron = copy.deepcopy(r.cluster.get("CronJob", "glance-db-purge"))
+    refused = r.run_pass(HEALTHY)
+    cond = r.condition(c.DATABASE_READY)
+    assert (cond["status"], cond["reason"]) == ("False", reason)
+    assert says in cond["message"]
+    assert event_reasons(refused) == [("Warning", reason)]
+    assert refused.events[0]["message"] == cond["message"]
+    assert refused.requeue_after is None  # as the reference's error: the fix brings a pass
+    assert not {"Job", "Deployment", "CronJob"} & set(kinds_written(refused))
+    assert r.cluster.get("Deployment", "glance") == deployment
+    assert r.cluster.get("CronJob", "glance-db-purge") == cron
+    assert release_fields(r) == (old["openStackRelease"], None, None)
+    again = r.run_pass(HEALTHY)
+    assert (again.writes, again.events, again.status_patch) == ([], [], None)
+    # going back to the installed release is the fix
+    edit_spec(r, old)
+    r.converge()
+    assert reasons(r)[c.DATABASE_READY] == ("True", c.DATABASE_SYNCED)
+
+
+def test_an_unparseable_installed_release_is_a_version_parse_error():
+    r = converged()
+    r.glance["status"]["installedRelease"] = "grizzly"
     result = r.run_pass(HEALTHY)
     cond = r.condition(c.DATABASE_READY)
-    assert (cond["status"], cond["reason"]) == ("False", "UpgradeNotSupported")
-    assert "upgrades arrive in a later release of the operator" in cond["message"]
-    assert "2026.1 → 2026.2" in cond["message"]
-    assert not {"Job", "Deployment"} & set(kinds_written(result))
-    assert result.requeue_after is None
-    assert r.glance["status"]["installedRelease"] == "2026.1"
-
-
-def test_an_upgrade_phase_left_by_another_operator_is_not_touched():
-    r = converged()
-    r.glance["status"]["upgradePhase"] = "Migrating"
-    result = r.run_pass(HEALTHY)
-    assert reasons(r)[c.DATABASE_READY] == ("False", "UpgradeNotSupported")
-    assert r.glance["status"]["upgradePhase"] == "Migrating"
+    assert (cond["status"], cond["reason"]) == ("False", c.VERSION_PARSE_ERROR)
+    assert 'status.installedRelease "grizzly"' in cond["message"]
+    assert event_reasons(result) == [("Warning", "VersionParseError")]
     assert "Job" not in kinds_written(result)
+
+
+@pytest.mark.parametrize("phase_passes", [2, 4])  # abort in Expanding, in Migrating
+def test_returning_to_the_installed_release_aborts_and_db_sync_resumes(phase_passes):
+    r = upgrading()
+    for _ in range(phase_passes):
+        r.run_pass(HEALTHY)
+    phase = r.glance["status"]["upgradePhase"]
+    assert phase in ("Expanding", "Migrating")
+    present = [n for n in PHASE_JOBS if r.cluster.get("Job", n) is not None]
+    assert present
+    edit_spec(r, OLD)
+    abort = r.run_pass(HEALTHY, settle=False)
+    deletes = [a for a in abort.writes if a.verb == "delete"]
+    assert [(a.kind, a.name, a.propagation_policy) for a in deletes] == [
+        ("Job", name, "Background") for name in present
+    ]
+    assert event_reasons(abort) == [("Normal", "UpgradeAborted")]
+    assert f"aborted in phase {phase}" in abort.events[0]["message"]
+    assert abort.requeue_after == 0
+    assert release_fields(r) == ("2026.1", None, None)
+    assert all(r.cluster.get("Job", n) is None for n in PHASE_JOBS)
+    r.converge()
+    assert reasons(r)[c.DATABASE_READY] == ("True", c.DATABASE_SYNCED)
+    assert image_of(r.cluster.get("Deployment", "glance")) == "ghcr.io/c5c3/glance:2026.1"
+
+
+def test_aborting_during_contract_says_the_schema_may_be_gone():
+    r = upgrading()
+    r.glance["status"].update(targetRelease="2026.2", upgradePhase="Contracting")
+    edit_spec(r, OLD)
+    abort = r.run_pass(HEALTHY)
+    assert "the contract phase had started" in abort.events[0]["message"]
+
+
+def test_a_target_moved_mid_upgrade_stops_the_upgrade_without_advancing():
+    r = upgrading()
+    r.run_pass(HEALTHY)
+    r.run_pass(HEALTHY)  # db-expand created and (settled) complete
+    edit_spec(
+        r,
+        {"openStackRelease": "2027.1", "image": {"tag": "2027.1"}},
+    )
+    moved = r.run_pass(HEALTHY)
+    cond = r.condition(c.DATABASE_READY)
+    assert (cond["status"], cond["reason"]) == ("False", c.UPGRADE_TARGET_CHANGED)
+    assert "set spec.openStackRelease to 2026.2 to finish it or back to 2026.1" in cond["message"]
+    assert event_reasons(moved) == [("Warning", "UpgradeTargetChanged")]
+    assert moved.requeue_after is None
+    assert release_fields(r) == ("2026.1", "2026.2", "Expanding")
+    assert "Job" not in kinds_written(moved)
+    # the image/release lockstep check runs first while an upgrade is active
+    edit_spec(r, {"openStackRelease": "2026.2", "image": {"tag": "2027.1"}})
+    r.run_pass(HEALTHY)
+    assert reasons(r)[c.DATABASE_READY] == ("False", c.IMAGE_RELEASE_MISMATCH)
+    edit_spec(r, NEW)
+    resumed = r.run_pass(HEALTHY)
+    assert event_reasons(resumed) == [("Normal", "ExpandComplete")]
+
+
+@pytest.mark.parametrize(
+    ("passes", "phase", "job", "reason"),
+    [
+        (1, "Expanding", "glance-db-expand", c.EXPAND_FAILED),
+        (3, "Migrating", "glance-db-migrate", c.MIGRATE_FAILED),
+        (7, "Contracting", "glance-db-contract", c.CONTRACT_FAILED),
+    ],
+)
+def test_a_failed_phase_job_stops_the_upgrade_until_it_is_deleted(passes, phase, job, reason):
+    r = upgrading()
+    for _ in range(passes):
+        r.run_pass(HEALTHY)
+    assert r.glance["status"]["upgradePhase"] == phase
+    created = r.run_pass(HEALTHY, settle=False)
+    assert ("create", "Job", job, ap.ABSENT) in writes(created)
+    r.cluster.settle(jobs="Failed")
+    failed = r.run_pass(HEALTHY, settle=False)
+    cond = r.condition(c.DATABASE_READY)
+    assert (cond["status"], cond["reason"]) == ("False", reason)
+    assert f"(Job {job}) failed: BackoffLimitExceeded" in cond["message"]
+    assert event_reasons(failed) == [("Warning", reason)]
+    assert failed.requeue_after is None
+    assert r.glance["status"]["upgradePhase"] == phase
+    again = r.run_pass(HEALTHY, settle=False)
+    assert (again.writes, again.events, again.status_patch) == ([], [], None)
+    # deleting the failed Job runs it again
+    r.cluster.perform(
+        [
+            ap.delete_action(
+                next(
+                    k
+                    for k, v in {
+                        "db_expand_job": "glance-db-expand",
+                        "db_migrate_job": "glance-db-migrate",
+                        "db_contract_job": "glance-db-contract",
+                    }.items()
+                    if v == job
+                ),
+                r.cluster.get("Job", job),
+                GLANCE_UID,
+            )
+        ]
+    )
+    retry = r.run_pass(HEALTHY)
+    assert ("create", "Job", job, ap.ABSENT) in writes(retry)
+    r.converge()
+    assert release_fields(r) == ("2026.2", None, None)
+
+
+def test_the_purge_cronjob_waits_for_the_migrated_schema_and_reports_what_runs():
+    r = upgrading()
+    cron = copy.deepcopy(r.cluster.get("CronJob", "glance-db-purge"))
+    r.run_pass(HEALTHY)  # initiation
+    edit_spec(r, {"dbPurge": {"suspend": True}})
+    r.run_pass(HEALTHY, settle=False)  # Expanding: the db-expand Job
+    assert r.cluster.get("CronJob", "glance-db-purge") == cron  # old image, not suspended
+    assert reasons(r)[c.DB_PURGE_READY] == ("True", c.DB_PURGE_SCHEDULED)
+    r.cluster.settle()
+    for _ in range(3):  # expand done; the db-migrate Job runs; migrate done
+        assert r.cluster.get("CronJob", "glance-db-purge") == cron
+        r.run_pass(HEALTHY)
+    assert r.glance["status"]["upgradePhase"] == "RollingUpdate"
+    r.run_pass(HEALTHY)
+    rolled = r.cluster.get("CronJob", "glance-db-purge")
+    assert rolled["spec"]["suspend"] is True
+    pod = rolled["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == "ghcr.io/c5c3/glance:2026.2"
+    assert reasons(r)[c.DB_PURGE_READY] == ("True", c.DB_PURGE_SUSPENDED)
+
+
+def test_a_patch_suffix_on_the_image_stays_on_db_sync():
+    r = converged()
+    edit_spec(r, {"image": {"tag": "2026.2-p1"}})
+    result = r.run_pass(HEALTHY, settle=False)
+    assert ("delete", "Job", "glance-db-sync", ap.RERUN) in writes(result)
+    assert r.glance["status"].get("upgradePhase") is None
 
 
 # --- the Deployment ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ against the restricted Pod Security Standard.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -45,7 +46,13 @@ ROLE_KEYS = {
     "glance_config": ("config_map", "backends_secret", "db_connection_secret"),
     "glance_api": ("deployment", "service", "pdb", "hpa"),
     "glance_exposure": ("http_route", "network_policy"),
-    "glance_database": ("db_sync_job", "db_purge_cronjob"),
+    "glance_database": (
+        "db_sync_job",
+        "db_expand_job",
+        "db_migrate_job",
+        "db_contract_job",
+        "db_purge_cronjob",
+    ),
 }
 EMIT_ORDER = tuple(key for keys in ROLE_KEYS.values() for key in keys)
 # Text a template engine must not touch: it reaches the ConfigMap verbatim.
@@ -153,6 +160,16 @@ SCENARIOS = {
         kw={"operator_namespace": "glance-operator", "narrow_selector": True},
     ),
     "minimal-pending": Scenario("glance_minimal.yaml", pending=True),
+    # During an upgrade the phase's Job takes the db-sync Job's place, from the same template.
+    "minimal-expand": Scenario("glance_minimal.yaml", kw={"database_job": "db_expand_job"}),
+    "full-contract": Scenario(
+        "glance_full.yaml",
+        kw={
+            "operator_namespace": "glance-operator",
+            "narrow_selector": True,
+            "database_job": "db_contract_job",
+        },
+    ),
 }
 
 
@@ -291,7 +308,7 @@ def expected_object(key: str, d: dict) -> dict:
             "egress": d["egress"],
         }
         return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", **head, "spec": spec}
-    if key == "db_sync_job":
+    if key in do.DB_JOBS:
         spec = {"backoffLimit": d["backoff_limit"], "template": do.pod_template_object(d["pod"])}
         return {
             "apiVersion": "batch/v1",
@@ -317,7 +334,7 @@ def expected_object(key: str, d: dict) -> dict:
     raise AssertionError(f"unknown key {key}")
 
 
-RENDERED = ("minimal", "full")
+RENDERED = ("minimal", "full", "minimal-expand", "full-contract")
 
 
 @pytest.mark.parametrize("scenario", RENDERED)
@@ -363,6 +380,44 @@ def test_the_full_sample_renders_all_eleven_objects(renders):
         ("NetworkPolicy", "glance"),
         ("Job", "glance-db-sync"),
         ("CronJob", "glance-db-purge"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "job", "command"),
+    [
+        ("minimal", "glance-db-sync", "db sync && "),
+        ("minimal-expand", "glance-db-expand", "db expand"),
+        ("full-contract", "glance-db-contract", "db contract"),
+    ],
+)
+def test_the_database_role_emits_exactly_the_one_database_job_the_data_names(
+    renders, scenario, job, command
+):
+    jobs = [o for o in renders[scenario].manifests if o["kind"] == "Job"]
+    assert [o["metadata"]["name"] for o in jobs] == [job]
+    (container,) = jobs[0]["spec"]["template"]["spec"]["containers"]
+    assert container["name"] == job.removeprefix("glance-")
+    script = container["command"][-1]
+    assert script.startswith("glance-manage --config-dir /etc/glance/glance-api.conf.d/ " + command)
+
+
+def test_a_phase_job_differs_from_the_db_sync_job_only_in_name_command_and_labels(renders):
+    sync = next(o for o in renders["minimal"].manifests if o["kind"] == "Job")
+    expand = next(o for o in renders["minimal-expand"].manifests if o["kind"] == "Job")
+    pods = []
+    for job in (sync, expand):
+        pod = copy.deepcopy(job["spec"]["template"]["spec"])
+        (container,) = pod["containers"]
+        del container["name"], container["command"]
+        pods.append(pod)
+    assert pods[0] == pods[1]  # image, config mount, env, TLS, security: the same
+    assert sync["spec"]["backoffLimit"] == expand["spec"]["backoffLimit"] == 4
+    assert expand["spec"]["template"]["spec"]["containers"][0]["command"] == [
+        "/bin/sh",
+        "-eu",
+        "-c",
+        "glance-manage --config-dir /etc/glance/glance-api.conf.d/ db expand",
     ]
 
 
