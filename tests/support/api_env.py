@@ -7,8 +7,9 @@ finishing, a Gateway accepting a route. Both back ends get these moves through t
 (status subresource writes), so a scenario reads the same on either.
 
 * ``kube-apiserver``: a real kube-apiserver and etcd (``KUBE_ASSETS_DIR``); no garbage
-  collection, and its service proxy never reaches a loopback address, so the API health
-  probe fails there (``ConnectionFailed``) and ``Ready`` stays False.
+  collection, and no endpoints controller: a Service has no Endpoints object, so the
+  service proxy answers 404 ``services "glance" not found`` and the API health probe
+  reports ``EndpointNotReady`` (``probe.classify``); ``Ready`` stays False.
 * ``double``: ``tests/support/fake_apiserver.py``, a unit-test double of the REST API;
   its service proxy forwards to a ``/healthcheck`` server the env starts on loopback.
 """
