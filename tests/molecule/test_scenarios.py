@@ -1,8 +1,10 @@
 """The molecule scenarios (molecule/<scenario>/molecule.yml), run by pytest.
 
-pytest-ansible discovers the scenarios (every ``molecule/*/molecule.yml`` git tracks) and
-runs each one as ``python -m molecule test -s <scenario>`` from the checkout
-(``MoleculeScenario.test``). Each scenario gets what it needs here, and its test id says
+Every scenario git tracks (``molecule/*/molecule.yml``, the rule pytest-ansible's own
+discovery applies) is run with pytest-ansible's ``MoleculeScenario``: ``python -m molecule
+test -s <scenario>`` from the checkout. pytest-ansible's plugin itself is off
+(``-p no:pytest-ansible`` in pyproject.toml: its collection finder breaks the unit tests'
+imports), so its ``molecule_scenario`` fixture is not used. Each scenario gets what it needs here, and its test id says
 against what it runs:
 
 * ``offline``: nothing; always runs.
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import pytest
 from integration.kube_harness import started_apiserver
-from pytest_ansible.plugin import scenarios
+from pytest_ansible.molecule import MoleculeScenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE_DOUBLE = ROOT / "tests" / "support" / "serve_api_double.py"
@@ -39,11 +41,24 @@ NAMESPACE = "molecule"
 TARGETS = {"default": ("double", "kube-apiserver"), "kind": ("kind",)}
 
 
+def scenarios() -> list[MoleculeScenario]:
+    """The scenarios git tracks, as pytest-ansible finds them."""
+    listed = subprocess.run(
+        ["git", "ls-files", ":(glob)molecule/*/molecule.yml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [
+        MoleculeScenario(Path(path).parent.name, ROOT, f"{ROOT.name}-{Path(path).parent.name}")
+        for path in sorted(listed)
+    ]
+
+
 def _cases() -> list:
     cases = []
-    for scenario in scenarios:
-        if Path(scenario.parent_directory).resolve() != ROOT:
-            continue
+    for scenario in scenarios():
         for target in TARGETS.get(scenario.name, (None,)):
             marks = [pytest.mark.integration] if target == "kube-apiserver" else []
             name = scenario.name if target is None else f"{scenario.name}[{target}]"
@@ -132,6 +147,6 @@ def test_molecule_scenario(scenario, target, monkeypatch, tmp_path):
 
 
 def test_every_scenario_is_collected():
-    """pytest-ansible found the three scenarios of this checkout (git-tracked)."""
-    names = {s.name for s in scenarios if Path(s.parent_directory).resolve() == ROOT}
+    """The three scenarios of this checkout are tracked, so they are run."""
+    names = {s.name for s in scenarios()}
     assert {"default", "kind", "offline"} <= names, names
