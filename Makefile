@@ -98,8 +98,12 @@ clean: ## Remove the environment, build output and caches
 	rm -rf $(VENV) .venv-glance .collections build out .pytest_cache .ruff_cache
 
 .PHONY: run
-run: venv ## Run the operator from this checkout against the cluster of KUBECONFIG (./watches.yaml) until SIGTERM/SIGINT; LEADER_ELECT defaults to false here
-	LEADER_ELECT=$${LEADER_ELECT:-false} PYTHONPATH=$(CURDIR)/.collections:$(CURDIR) \
+run: venv ## Run the operator from this checkout against the cluster of KUBECONFIG (./watches.yaml) until SIGTERM/SIGINT; LEADER_ELECT=false and loopback listeners on free ports unless set
+	LEADER_ELECT=$${LEADER_ELECT:-false} \
+	  METRICS_BIND_ADDRESS=$${METRICS_BIND_ADDRESS:-127.0.0.1:0} \
+	  HEALTH_PROBE_BIND_ADDRESS=$${HEALTH_PROBE_BIND_ADDRESS:-127.0.0.1:0} \
+	  WEBHOOK_HOST=$${WEBHOOK_HOST:-127.0.0.1} WEBHOOK_PORT=$${WEBHOOK_PORT:-0} \
+	  PYTHONPATH=$(CURDIR)/.collections:$(CURDIR) \
 	  exec $(BIN)/python -m runner --watches-file ./watches.yaml
 
 .PHONY: bench

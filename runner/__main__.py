@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("cannot read the watches file", path=str(settings.watches_file), error=str(error))
         return 2
     try:
-        client = KubeClient.from_environment(settings.kubeconfig)
+        client = KubeClient.from_environment(settings.kubeconfig, origin="--kubeconfig")
     except (KubeConfigError, OSError) as error:
         log.error("no cluster connection", error=str(error))
         return 2
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         namespaces=list(settings.watch_namespaces) or "all",
         max_concurrent_reconciles=settings.max_concurrent_reconciles,
         leader_elect=settings.leader_elect,
-        runner_dir=str(settings.runner_dir),
+        runner_dir=str(settings.runner_dir) if settings.runner_dir else "private",
         pid=os.getpid(),
     )
     manager = Manager(settings, client, watches)

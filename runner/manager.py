@@ -14,8 +14,9 @@ kind (filtered by ``--dependent-label-selector``), in each watched namespace or 
 
 Life of the process:
 
-1. the runner dir is locked (one process per dir), the health and metrics endpoints and the
-   admission webhook (when its cert dir has a certificate) start;
+1. the runner dir is claimed (``runner.runner_dir``: a private dir of the process, or the
+   explicit ``--runner-dir`` locked by one process), the health and metrics endpoints and
+   the admission webhook (when its cert dir has a certificate) start;
 2. with leader election, the process waits for the Lease; a standby serves the webhook and
    its probes (ready) and reconciles nothing;
 3. the leader starts the informers, waits until their first lists are in (``/readyz``
@@ -26,11 +27,11 @@ Life of the process:
    endpoints close. A second signal abandons the passes at once. Losing the Lease stops the
    same way but at once and without release, and the process exits 1 (controller-runtime's
    manager exits when leadership is lost: another replica may be reconciling already).
+   A private runner dir is removed last.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import time
@@ -48,6 +49,7 @@ from runner.metrics_feed import DbJobCounter, UpgradePhaseTimer, observe_pass
 from runner.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.probes import EndpointServer, check
 from runner.reconciler import Reconciled, Reconciler
+from runner.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
 from runner.settings import Settings
 from runner.watches import Watch, max_concurrent_reconciles
 from runner.workqueue import (
@@ -69,10 +71,6 @@ class Controller:
     reconciler: Reconciler
     concurrency: int
     workers: list[threading.Thread] = field(default_factory=list)
-
-
-class RunnerDirBusy(RuntimeError):
-    pass
 
 
 class Manager:
@@ -102,7 +100,8 @@ class Manager:
         self.elector: LeaderElector | None = None
         self.servers: list[EndpointServer] = []
         self.webhook: Any = None
-        self._lock_file: Any = None
+        self.runner_dir: RunnerDir | None = None
+        self.runner_dir_parent = DEFAULT_PARENT
         self._workers_started = False
         self._in_flight_lock = threading.Lock()
         self.in_flight = 0
@@ -122,8 +121,8 @@ class Manager:
             self.environ, settings.kubeconfig, checkout_ansible_cfg(settings.watches_file)
         )
         self.executor = PlaybookRunner(
-            settings.runner_dir, envvars, settings.ansible_verbosity, self.environ
-        )
+            settings.runner_dir or DEFAULT_PARENT, envvars, settings.ansible_verbosity, self.environ
+        )  # its root is set when the runner dir is claimed (run)
         self.slots = threading.Semaphore(settings.max_concurrent_reconciles)
         self.db_jobs = DbJobCounter(self.metrics)
         self.upgrade_phases = UpgradePhaseTimer(self.metrics)
@@ -175,9 +174,12 @@ class Manager:
     def run(self) -> int:
         """Run until ``stop_requested`` is set or the Lease is lost; the exit code."""
         try:
-            self._lock_runner_dir()
-        except RunnerDirBusy as error:
+            self._claim_runner_dir()
+        except RunnerDirError as error:
             log.error(str(error), runner_dir=str(self.settings.runner_dir))
+            return 1
+        except OSError as error:
+            log.error("cannot make the runner dir", error=str(error))
             return 1
         try:
             self._start_endpoints()
@@ -206,18 +208,13 @@ class Manager:
         self.stop_requested.set()
 
     # -- start -----------------------------------------------------------------------------
-    def _lock_runner_dir(self) -> None:
-        directory = self.settings.runner_dir
-        directory.mkdir(parents=True, exist_ok=True)
-        handle = open(directory / ".lock", "a+")  # noqa: SIM115 - held until shutdown
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            raise RunnerDirBusy(
-                f"another runner uses {directory}; give this one another --runner-dir"
-            ) from None
-        self._lock_file = handle
+    def _claim_runner_dir(self) -> None:
+        claimed = claim(self.settings.runner_dir, self.runner_dir_parent)
+        for stale in claimed.removed_stale:
+            log.info("stale runner dir removed", runner_dir=str(stale))
+        self.runner_dir = claimed
+        self.executor.root = claimed.path
+        log.info("runner dir", runner_dir=str(claimed.path), private=claimed.private)
 
     def _start_endpoints(self) -> None:
         settings = self.settings
@@ -492,9 +489,8 @@ class Manager:
             self.webhook.stop()
         for server in self.servers:
             server.stop()
-        if self._lock_file is not None:
-            self._lock_file.close()
-            self._lock_file = None
+        if self.runner_dir is not None:
+            self.runner_dir.release()
         log.info("stopped")
 
 

@@ -6,6 +6,14 @@ As ansible-operator runs it (``docs/research/ansible-operator-conventions.md`` Â
   reused by every pass over it (one pass per object at a time, so no two runs share it);
   each run is an artifacts dir of its own, rotated to the watch's ``maxRunnerArtifacts``
   (or the object's ``ansible.sdk.operatorframework.io/max-runner-artifacts``);
+* every pass starts from inputs written for it, as ansible-operator writes its input dir
+  afresh for each run: everything in the private data dir but ``artifacts/`` is removed
+  first (``clear_inputs``), then ansible-runner writes this pass's ``env/envvars``,
+  ``env/extravars``, ``env/settings`` and ``inventory/hosts.json``. ansible-runner 2.4.3
+  writes an ``env/`` file only when it is absent, and reads whatever it finds there (and
+  lets ``env/envvars`` beat the ``envvars`` it is given), so a dir left by an earlier
+  process (a restart with another ``KUBECONFIG``, or an explicit ``--runner-dir``) would
+  otherwise decide the pass;
 * the extra vars of ``runner.extravars.extra_vars``, an inventory of ``localhost`` with a
   local connection and this Python, ``-v`` from ``runner.watches.ansible_verbosity``;
 * the environment: the runner's own, plus ``KUBECONFIG``/``K8S_AUTH_KUBECONFIG`` naming the
@@ -47,6 +55,18 @@ from runner.watches import Watch, ansible_verbosity, max_runner_artifacts
 from runner.workqueue import ObjectKey
 
 KILL_GRACE = 5.0
+KEPT_ENTRIES = frozenset({"artifacts"})
+"""What ``clear_inputs`` keeps of a private data dir: the earlier runs' artifacts (each run
+writes a new ``artifacts/<ident>``, and ansible-runner reads none of them as input).
+
+What ansible-runner 2.4.3 reads from a private data dir when it is there
+(``utils.dump_artifacts``, ``config._base.prepare_env``, ``config.runner``): ``env/envvars``
+(over the ``envvars`` argument), ``env/extravars`` (``-e @``, besides the ``extravars``
+argument), ``env/settings``, ``env/passwords``, ``env/ssh_key`` (then the run goes through
+``ssh-agent``), ``env/cmdline`` (extra ``ansible-playbook`` arguments), ``args`` (a whole
+command line instead of ``ansible-playbook``), ``inventory/`` (when no inventory is given),
+``project/`` (the working directory when no ``project_dir`` is given) and ``roles/`` (added
+to ``ANSIBLE_ROLES_PATH`` for a role). None of it may outlive the pass it was written for."""
 KEPT_EVENTS = frozenset({"runner_on_failed", "runner_on_unreachable", "playbook_on_stats"})
 """The events written to a run's ``artifacts/<ident>/job_events``: a run's failures and its
 recap. A Glance pass emits ~80 events (~200 KB); kept for every run and rotated at 20 runs
@@ -101,6 +121,18 @@ def private_data_dir(root: Path, watch: Watch, key: ObjectKey) -> Path:
     return root.joinpath(*parts)
 
 
+def clear_inputs(directory: Path) -> None:
+    """Remove from a private data dir everything but ``KEPT_ENTRIES``: the inputs an earlier
+    pass (of this process or of another) left for ansible-runner to find."""
+    for entry in list(directory.iterdir()):
+        if entry.name in KEPT_ENTRIES and entry.is_dir() and not entry.is_symlink():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink(missing_ok=True)
+
+
 class PlaybookRunner:
     """Runs passes; thread-safe (each object has its own private data dir)."""
 
@@ -129,6 +161,7 @@ class PlaybookRunner:
         annotations = (obj.get("metadata") or {}).get("annotations")
         directory = private_data_dir(self.root, watch, key)
         directory.mkdir(parents=True, exist_ok=True)
+        clear_inputs(directory)
         ident = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         events: list[dict[str, Any]] = []
         cancelled = threading.Event()
@@ -149,7 +182,7 @@ class PlaybookRunner:
             "private_data_dir": str(directory),
             "ident": ident,
             "extravars": extra_vars(watch, obj),
-            "envvars": self.envvars,
+            "envvars": dict(self.envvars),  # ansible-runner adds to it for a role
             "inventory": {
                 "all": {
                     "hosts": {

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +72,8 @@ class Settings:
     webhook_host: str
     webhook_port: int
     webhook_cert_dir: Path
-    runner_dir: Path
+    runner_dir: Path | None
+    """``None``: a private dir of the process (``runner.runner_dir``)."""
     ansible_verbosity: int
     dependent_label_selector: str
     log_level: str
@@ -269,7 +269,9 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         "--runner-dir",
         "RUNNER_DIR",
         None,
-        "ansible-runner's private data dirs, one per object (default: <tmp>/c5c3-glance-runner)",
+        "ansible-runner's private data dirs, one per object, kept and locked by one process "
+        "(default: a private dir of the process under <tmp>/c5c3-glance-runner-<uid>, "
+        "removed on exit)",
     ),
     ("--ansible-verbosity", None, "2", "-v count of each ansible-playbook run (0 to 7)"),
     (
@@ -376,7 +378,7 @@ def parse_settings(
         webhook_host=text("webhook_host"),
         webhook_port=_port(text("webhook_port"), source["webhook_port"]),
         webhook_cert_dir=Path(text("webhook_cert_dir")),
-        runner_dir=Path(raw["runner_dir"] or Path(tempfile.gettempdir()) / "c5c3-glance-runner"),
+        runner_dir=Path(raw["runner_dir"]) if raw["runner_dir"] else None,
         ansible_verbosity=int(verbosity),
         dependent_label_selector=text("dependent_label_selector").strip(),
         log_level=level,

@@ -15,7 +15,11 @@ same file runs on that image; see ``docs/research/ansible-operator-conventions.m
   errors;
 * relative ``playbook``/``role`` paths are resolved against the watches file's
   directory, not the process's working directory (the same directory in the image,
-  ``/opt/ansible``);
+  ``/opt/ansible``), and made absolute when the file is read: ansible-runner runs a pass
+  from another directory, so ``--watches-file ./watches.yaml`` must not leave a
+  ``./playbooks/glance.yml`` behind (a relative role path from ``ANSIBLE_ROLES_PATH`` is
+  taken from the working directory, as ansible-operator's ``os.Stat`` takes it, and made
+  absolute too);
 * ``maxConcurrentReconciles`` is accepted as a per-kind default (ansible-operator
   takes it from a flag or environment only; it ignores the key).
 
@@ -200,11 +204,13 @@ def parse_watches(
     environ: Mapping[str, str] | None = None,
     source: str = "watches.yaml",
 ) -> tuple[Watch, ...]:
-    """The watches that ``text`` declares, after ``${VAR}`` expansion from ``environ``.
+    """The watches that ``text`` declares, after ``${VAR}`` expansion from ``environ``;
+    relative paths are taken from ``base_dir`` and every path is absolute.
 
     Raises :class:`WatchesError` listing every problem found.
     """
     environ = os.environ if environ is None else environ
+    base_dir = _absolute(base_dir)
     try:
         root = _compose(expand_env(text, environ))
         _construct(root)  # so that constructor errors (bad tags, dates) show here
@@ -218,7 +224,7 @@ def parse_watches(
     watches: list[Watch] = []
     seen: dict[GroupVersionKind, int] = {}
     for index, node in enumerate(root.value, start=1):
-        entry = _Entry(node, source, index, Path(base_dir), environ, problems)
+        entry = _Entry(node, source, index, base_dir, environ, problems)
         watch = entry.watch()
         if watch is None:
             continue
@@ -231,6 +237,12 @@ def parse_watches(
     if problems:
         raise WatchesError([message for _, message in sorted(problems, key=lambda p: p[0])])
     return tuple(watches)
+
+
+def _absolute(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute against the working directory, ``.`` and ``..`` removed
+    (symbolic links kept: a role found through a collection's path stays in it)."""
+    return Path(os.path.abspath(path))
 
 
 def expand_env(text: str, environ: Mapping[str, str]) -> str:
@@ -552,7 +564,8 @@ class _Entry:
             found = next((path for path in self.role_paths(role) if path.is_dir()), None)
             if found is None:
                 self.problem(fields.node_of("role"), f"{path}role: {role} was not found")
-            return None, found
+                return None, None
+            return None, _absolute(found)
         if required and not fields.has("playbook") and not fields.has("role"):
             self.problem(fields.node, "must specify role or playbook")
         return None, None

@@ -451,7 +451,7 @@ def _cluster_client(kubeconfig: str | None) -> Any | None:
             KubeClient,
         )
 
-        return KubeClient.from_environment(kubeconfig)
+        return KubeClient.from_environment(kubeconfig, origin="--kubeconfig")
     except Exception as exc:
         log_event(
             "no cluster client: the sibling single-default and PriorityClass checks are skipped",

@@ -180,6 +180,16 @@ HEALTHCHECK_PATH = "/healthcheck"
 DB_CONNECTION_KEY = "connection"
 DB_CONNECTION_ENV = "OS_DATABASE__CONNECTION"
 AUTHTOKEN_PASSWORD_ENV = "OS_KEYSTONE_AUTHTOKEN__PASSWORD"
+# Each API pod's own URL, glance's [DEFAULT] worker_self_reference_url (oslo.config reads
+# OS_<GROUP>__<OPTION> from the environment, over the files): the pod IP from the downward
+# API, expanded by the kubelet (dependent environment variables). With it glance records
+# the pod that staged an image (os_glance_stage_host) and forwards a later import or
+# delete to it (docs/import.md). An IPv6 pod IP gives http://fd00::1:9292, which no HTTP
+# client parses; the image's glance-wsgi-api shim brackets it before glance reads it.
+POD_IP_ENV = "POD_IP"
+POD_IP_FIELD = "status.podIP"
+SELF_REFERENCE_URL_ENV = "OS_DEFAULT__WORKER_SELF_REFERENCE_URL"
+SELF_REFERENCE_URL = f"http://$({POD_IP_ENV}):{{port}}"
 TLS_CA_FILE = "ca.crt"
 TLS_CERT_FILE = "tls.crt"
 TLS_KEY_FILE = "tls.key"
@@ -511,6 +521,17 @@ def _db_connection_env(name: str) -> dict[str, Any]:
     return _secret_env(DB_CONNECTION_ENV, name + DB_CONNECTION_SUFFIX, DB_CONNECTION_KEY)
 
 
+def self_reference_env() -> list[dict[str, Any]]:
+    """``POD_IP`` from the downward API, then the pod's URL built from it.
+
+    Order matters: the kubelet expands ``$(POD_IP)`` only from variables defined earlier.
+    """
+    return [
+        {"name": POD_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": POD_IP_FIELD}}},
+        {"name": SELF_REFERENCE_URL_ENV, "value": SELF_REFERENCE_URL.format(port=API_PORT)},
+    ]
+
+
 def _container(
     name: str,
     image: str,
@@ -822,6 +843,7 @@ def deployment(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any
                 user["secretRef"]["name"],
                 user["secretRef"].get("key") or DEFAULT_SECRET_KEY,
             ),
+            *self_reference_env(),
         ],
         ports=[{"name": API_PORT_NAME, "containerPort": API_PORT, "protocol": "TCP"}],
         resources=knobs.get("resources") or {},
@@ -1021,13 +1043,28 @@ def _tcp_rule(ports: Sequence[int]) -> dict[str, Any]:
     return {"ports": [{"protocol": "TCP", "port": port} for port in ports]}
 
 
-def egress_rules(spec: Mapping[str, Any], s3_hosts: Sequence[str]) -> list[dict[str, Any]]:
-    """The egress rules, in order: DNS, database, cache, S3, Keystone, additionalEgress.
+def _sibling_pods(name: str) -> list[dict[str, Any]]:
+    """The peer "pods of this Glance, in its namespace": the Deployment's selector labels."""
+    return [{"podSelector": {"matchLabels": selector_labels(name)}}]
 
-    The derived rules restrict ports only, never the destination. Ports are deduplicated
-    within a rule, not across rules, so each rule depends on its own input alone. Keystone
-    follows the reference's four derived rules, so their positions stay the reference's;
-    the user's rules come last, verbatim.
+
+def sibling_egress_rule(name: str) -> dict[str, Any]:
+    """To the other pods of this Glance on the API port: glance forwards a staged import."""
+    return {**_tcp_rule([API_PORT]), "to": _sibling_pods(name)}
+
+
+def egress_rules(
+    spec: Mapping[str, Any], s3_hosts: Sequence[str], name: str
+) -> list[dict[str, Any]]:
+    """The egress rules, in order: DNS, database, cache, S3, Keystone, sibling pods,
+    additionalEgress.
+
+    The derived rules restrict ports only, never the destination, except the rule to the
+    sibling pods (a pod forwards an import or delete of an image another pod staged,
+    ``worker_self_reference_url``), which admits only this Glance's pods on 9292. Ports
+    are deduplicated within a rule, not across rules, so each rule depends on its own
+    input alone. Keystone follows the reference's four derived rules, so their positions
+    stay the reference's; the user's rules come last, verbatim.
     """
     database = spec.get("database") or {}
     rules = [
@@ -1041,6 +1078,7 @@ def egress_rules(spec: Mapping[str, Any], s3_hosts: Sequence[str]) -> list[dict[
     ):
         if ports:
             rules.append(_tcp_rule(ports))
+    rules.append(sibling_egress_rule(name))
     rules += copy.deepcopy(list((spec.get("networkPolicy") or {}).get("additionalEgress") or []))
     return rules
 
@@ -1052,7 +1090,8 @@ def _namespace_peer(namespace: str) -> dict[str, Any]:
 def ingress_peers(
     glance: Mapping[str, Any], operator_namespace: str | None = None
 ) -> list[dict[str, Any]]:
-    """The spec's sources, then the Gateway's namespace, then the operator's namespace."""
+    """The spec's sources, the Gateway's namespace, the operator's namespace, then the
+    other pods of this Glance (a forwarded import or delete of a staged image)."""
     spec = _spec(glance)
     peers = []
     for source in (spec.get("networkPolicy") or {}).get("ingress") or []:
@@ -1067,6 +1106,7 @@ def ingress_peers(
         peers.append(_namespace_peer(gateway["parentRef"].get("namespace") or _namespace(glance)))
     if operator_namespace:
         peers.append(_namespace_peer(operator_namespace))
+    peers += _sibling_pods(_name(glance))
     return peers
 
 
@@ -1097,7 +1137,7 @@ def network_policy(
             "from": ingress_peers(glance, operator_namespace),
         }
     ]
-    out["egress"] = egress_rules(spec, artifacts.s3_hosts)
+    out["egress"] = egress_rules(spec, artifacts.s3_hosts, name)
     return out
 
 

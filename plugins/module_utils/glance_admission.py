@@ -51,6 +51,9 @@ DEFAULT_RETENTION_DAYS = 30
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 OUTPUT_FORMATS = ("qcow2", "raw", "vmdk")
+# The import methods spec.importMethods accepts, in the order they are rendered: glance's
+# own default order, then glance-download.
+IMPORT_METHODS = ("glance-direct", "web-download", "copy-image", "glance-download")
 FILTER_SCHEMES = ("http", "https")
 FILTER_LIST_MAX = 64
 HOST_MAX = 253
@@ -363,6 +366,29 @@ def _check_filter_item(name: str, path: str, item: Any) -> Iterable[fe.FieldErro
             )
 
 
+def check_import_methods(spec, ctx, meta) -> Iterable[fe.FieldError]:
+    """``importMethods``: known methods, each once, not empty (the CRD says the same)."""
+    methods = spec.get("importMethods")
+    if methods is None:
+        return
+    path = "spec.importMethods"
+    if not methods:
+        yield fe.invalid(
+            path,
+            methods,
+            "must name at least one import method; leave spec.importMethods unset for the "
+            "default [web-download, copy-image]",
+        )
+    seen = set()
+    for i, method in enumerate(methods):
+        here = fe.index(path, i)
+        if method not in IMPORT_METHODS:
+            yield fe.not_supported(here, _echo(method), list(IMPORT_METHODS))
+        elif method in seen:
+            yield fe.duplicate(here, method)
+        seen.add(method)
+
+
 def check_import_plugins(spec, ctx, meta) -> Iterable[fe.FieldError]:
     plugins = spec.get("importPlugins") or {}
     path = "spec.importPlugins"
@@ -627,6 +653,7 @@ GLANCE_RULES: tuple[Callable[..., Iterable[fe.FieldError]], ...] = (
     check_autoscaling,
     check_network_and_gateway,
     check_import_filtering,
+    check_import_methods,
     check_import_plugins,
     check_decompression_staging,
     check_db_purge,

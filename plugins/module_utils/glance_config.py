@@ -73,6 +73,7 @@ from typing import Any
 import yaml
 
 from ansible_collections.c5c3.glance.plugins.module_utils import conditions as cond
+from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import IMPORT_METHODS
 from ansible_collections.c5c3.glance.plugins.module_utils.option_catalog import (
     normalize_option,
     normalize_section,
@@ -106,7 +107,8 @@ POLICY_CONFIGMAP_KEY = "policy.yaml"
 
 # --- rendered values ---------------------------------------------------------------------
 DB_CONNECTION_PLACEHOLDER = "mysql+pymysql://placeholder"
-ENABLED_IMPORT_METHODS = "[web-download,copy-image]"
+#: ``spec.importMethods`` when unset (the design notes' default).
+DEFAULT_IMPORT_METHODS = ("web-download", "copy-image")
 MEMCACHED_PORT = 11211
 IMAGE_CACHE_DRIVER = "sqlite"
 DEFAULT_IMAGE_CACHE_SIZE = "10Gi"
@@ -366,6 +368,21 @@ def resolve_import_filtering(spec: Mapping[str, Any]) -> dict[str, list[str]]:
     }
 
 
+def import_methods(spec: Mapping[str, Any]) -> list[str]:
+    """``enabled_import_methods``: ``spec.importMethods`` (else web-download and copy-image).
+
+    Rendered in the order of ``glance_admission.IMPORT_METHODS``, each once, whatever the
+    order of the list (a reordered list does not roll the pods).
+    glance-direct and glance-download stage on the pod that takes the request; every pod
+    carries its own ``worker_self_reference_url`` (``desired_objects``), so glance proxies a
+    later import or delete of a staged image to the pod that holds the data.
+    """
+    chosen = spec.get("importMethods")
+    if chosen is None:
+        chosen = DEFAULT_IMPORT_METHODS
+    return [method for method in IMPORT_METHODS if method in chosen]
+
+
 def import_plugins(spec: Mapping[str, Any]) -> list[str]:
     """The enabled import plugins in glance's fixed order (a present block enables one)."""
     blocks = spec.get("importPlugins") or {}
@@ -417,7 +434,7 @@ def _operator_options(
 
     default = {
         "enabled_backends": ",".join(f"{name}:s3" for name in enabled_backends),
-        "enabled_import_methods": ENABLED_IMPORT_METHODS,
+        "enabled_import_methods": _listed(import_methods(spec)),
         "use_stderr": "true",
         "debug": _text(bool(logging.get("debug"))),
         "log_config_append": LOGGING_PATH,

@@ -158,6 +158,7 @@ def describe(found: InputSet, verdicts: Iterable[Verdict]) -> list[str]:
         b
         for b in (
             "importFiltering",
+            "importMethods",
             "importPlugins",
             "dbPurge",
             "staging",

@@ -10,10 +10,14 @@ benchmark can say how many API calls a pass made.
 
 Where the connection comes from (``load_connection``), in client-go's order:
 
-1. an explicit kubeconfig path (a module's ``kubeconfig`` option), else
+1. an explicit kubeconfig path (a module's ``kubeconfig`` option, the runner's
+   ``--kubeconfig``), which must exist, else
 2. ``K8S_AUTH_KUBECONFIG`` (what ansible-operator sets), else ``KUBECONFIG`` (a
    colon-separated list, merged as kubectl merges it: the first file to define a name
-   wins), else ``~/.kube/config`` when it exists, else
+   wins; files of the list that do not exist are skipped, as kubectl skips them, and a
+   list of which none exists is an error naming the variable and its files, where kubectl
+   warns "Config not found" and goes on with no cluster), else ``~/.kube/config`` when it
+   exists, else
 3. the in-cluster service account (``KUBERNETES_SERVICE_HOST`` and the mounted token, CA
    and namespace).
 
@@ -152,13 +156,27 @@ def _read_bytes(value: str | None, data: str | None, base: Path) -> bytes | None
     return None
 
 
-def _kubeconfig_files(explicit: str | None) -> list[Path]:
+def _kubeconfig_files(explicit: str | None, origin: str) -> list[Path]:
+    """The kubeconfig files to merge, by client-go's rules (module docstring); ``origin``
+    names where ``explicit`` came from. Empty: none is configured (the service account)."""
     if explicit:
-        return [Path(explicit).expanduser()]
+        path = Path(explicit).expanduser()
+        if not path.exists():
+            raise KubeConfigError(f"kubeconfig {path} (from {origin}) does not exist")
+        return [path]
     for variable in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
         value = os.environ.get(variable)
-        if value:
-            return [Path(p).expanduser() for p in value.split(os.pathsep) if p]
+        if not value:
+            continue
+        listed = [Path(p).expanduser() for p in value.split(os.pathsep) if p]
+        existing = [path for path in listed if path.exists()]
+        if existing:
+            return existing
+        if len(listed) == 1:
+            raise KubeConfigError(f"kubeconfig {listed[0]} (from {variable}) does not exist")
+        if listed:
+            names = ", ".join(str(path) for path in listed)
+            raise KubeConfigError(f"none of the kubeconfig files of {variable} exists: {names}")
     home = Path("~/.kube/config").expanduser()
     return [home] if home.is_file() else []
 
@@ -170,7 +188,7 @@ def _merged_kubeconfig(files: Sequence[Path]) -> tuple[dict[str, Any], dict[str,
     current = None
     for path in files:
         if not path.is_file():
-            continue
+            raise KubeConfigError(f"kubeconfig {path} is not a file")
         try:
             doc = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
@@ -259,9 +277,14 @@ def in_cluster_connection(directory: Path = SERVICE_ACCOUNT_DIR) -> Connection:
     )
 
 
-def load_connection(kubeconfig: str | None = None, context: str | None = None) -> Connection:
-    """The connection by client-go's rules (see the module docstring)."""
-    files = _kubeconfig_files(kubeconfig)
+def load_connection(
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    origin: str = "the kubeconfig argument",
+) -> Connection:
+    """The connection by client-go's rules (see the module docstring); ``origin`` names
+    where an explicit ``kubeconfig`` came from, for the error when it does not exist."""
+    files = _kubeconfig_files(kubeconfig, origin)
     if files:
         return load_kubeconfig(files, context)
     return in_cluster_connection()
@@ -365,9 +388,13 @@ class KubeClient:
 
     @classmethod
     def from_environment(
-        cls, kubeconfig: str | None = None, context: str | None = None, **kwargs: Any
+        cls,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        origin: str = "the kubeconfig argument",
+        **kwargs: Any,
     ) -> KubeClient:
-        return cls(load_connection(kubeconfig, context), **kwargs)
+        return cls(load_connection(kubeconfig, context, origin), **kwargs)
 
     @property
     def namespace(self) -> str:

@@ -25,6 +25,7 @@ def client_from_params(params: Mapping[str, Any]) -> KubeClient:
     return KubeClient.from_environment(
         kubeconfig=params.get("kubeconfig"),
         context=params.get("context"),
+        origin="the module's kubeconfig option",
         timeout=float(params.get("request_timeout") or 30.0),
     )
 

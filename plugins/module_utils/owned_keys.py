@@ -47,8 +47,17 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
         OwnedKey(
             "DEFAULT",
             "enabled_import_methods",
+            "spec.importMethods",
+            "overrides spec.importMethods; set spec.importMethods instead, which opts in to "
+            "glance-direct and glance-download across replicas: each pod has its own "
+            "worker_self_reference_url, so glance forwards an import or delete of a staged "
+            "image to the pod that holds the data",
+        ),
+        OwnedKey(
+            "DEFAULT",
+            "worker_self_reference_url",
             "the operator",
-            "glance-direct needs a staging area shared by every replica",
+            "the env override OS_DEFAULT__WORKER_SELF_REFERENCE_URL, each pod's own address, wins",
         ),
         OwnedKey("DEFAULT", "use_stderr", "the operator", "pod logs are read from stderr"),
         OwnedKey("DEFAULT", "debug", "spec.logging.debug", "overrides spec.logging.debug"),

@@ -7,14 +7,17 @@ through ``playbooks/render.yml`` and then does what the kubelet would do with th
 * every volume mount of a container becomes a directory: a ConfigMap's or a Secret's keys
   are written there as files, an emptyDir is an empty directory;
 * the container's ``env`` is resolved: each ``secretKeyRef`` against the rendered Secrets
-  (the DB connection) and the input Secrets (the service user password);
+  (the DB connection) and the input Secrets (the service user password), each
+  ``fieldRef`` from the pod's downward API (``status.podIP`` is 127.0.0.1 here), and every
+  ``$(VAR)`` of a value expanded from the variables defined before it, as the kubelet does;
 * the db-sync Job's ``command`` runs to completion, then the Deployment's ``command``
   (uWSGI with the image's WSGI shim) is started and must answer ``/healthcheck``.
 
 The pod's paths, port and programs do not exist on this machine: :class:`Remap` is the ONE
 table that moves them (cluster path -> temporary path, the image's shim and metadefs ->
 this repository and the e2e environment, ``--http :9292`` -> a free loopback port, bare
-program names -> the e2e environment), applied to the command, the mount paths, the files
+program names -> the e2e environment, the pod's own address ``<pod IP>:9292`` -> the
+loopback port the process listens on), applied to the command, the mount paths, the files
 written and the environment values alike. After it, nothing may still name a cluster path
 or the cluster port: that is checked, so the harness never touches the host's ``/etc``.
 
@@ -158,6 +161,10 @@ class Remap:
     ``/var/lib/glance/...`` (staging, tasks-work, cache)    ``<root>/var/lib/glance/...``
     ``/tmp`` (the ``tmp`` emptyDir)                         ``<root>/tmp`` (also ``TMPDIR``)
     ``--http :9292`` (container port 9292, all addresses)   ``--http 127.0.0.1:<port>``
+    the downward API's ``status.podIP``                     ``127.0.0.1`` (:data:`POD_IP`)
+    the pod's own address in an env value                    ``127.0.0.1:<port>``: so
+    (``http://$(POD_IP):9292``, glance's                    ``http://127.0.0.1:<port>``,
+    ``worker_self_reference_url``)                          one per process
     a bare program (``uwsgi``, ``glance-manage`` ...)       ``<e2e venv>/bin/<program>``,
                                                             first on ``PATH``
     the image's environment                                 ``PATH``, ``HOME=<root>/home``,
@@ -185,6 +192,20 @@ class Remap:
 
     CLUSTER_PORT = 9292
     CLUSTER_PREFIXES = ("/etc/glance", "/var/lib/glance", "/var/lib/openstack")
+    POD_IP = "127.0.0.1"
+
+    @property
+    def downward_api(self) -> dict[str, str]:
+        """The pod fields a ``fieldRef`` may name, as they are here."""
+        return {"status.podIP": self.POD_IP, "status.podIPs": self.POD_IP}
+
+    def own_address(self, value: str) -> str:
+        """The pod's own ``<pod IP>:9292`` in ``value`` moved to this process's port."""
+        return re.sub(
+            rf"(?<![\w.]){re.escape(self.POD_IP)}:{self.CLUSTER_PORT}(?!\d)",
+            f"{self.POD_IP}:{self.port}",
+            value,
+        )
 
     @property
     def paths(self) -> dict[str, str]:
@@ -241,7 +262,9 @@ class Remap:
             "LANG": "C.UTF-8",
             "TMPDIR": str(tmp),
         }
-        env.update({name: self.text(value) for name, value in container_env.items()})
+        env.update(
+            {name: self.own_address(self.text(value)) for name, value in container_env.items()}
+        )
         self.check(list(env.values()), "environment")
         return env
 
@@ -254,6 +277,9 @@ class Remap:
                 (":", "0.0.0.0")
             ):
                 raise StackError(f"{what}: {value!r} still binds port {self.CLUSTER_PORT}")
+            own = f"{self.POD_IP}:{self.CLUSTER_PORT}"
+            if self.port != self.CLUSTER_PORT and re.search(rf"{re.escape(own)}(?!\d)", value):
+                raise StackError(f"{what}: {value!r} still names the pod's {own}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -395,21 +421,53 @@ class Rendered:
             return None
         raise StackError(f"volume {volume['name']}: unsupported source {sorted(volume)}")
 
-    def container_env(self, container: Mapping[str, Any]) -> dict[str, str]:
-        """The container's ``env`` with every ``secretKeyRef`` resolved."""
-        env = {}
+    def container_env(
+        self, container: Mapping[str, Any], downward_api: Mapping[str, str]
+    ) -> dict[str, str]:
+        """The container's ``env`` as the kubelet resolves it.
+
+        ``secretKeyRef`` from the Secrets, ``fieldRef`` from ``downward_api`` (the pod's
+        fields here, :attr:`Remap.downward_api`), and ``$(VAR)`` in a ``value`` expanded
+        from the variables defined before it (``$$`` is a literal ``$``; an unknown
+        ``$(VAR)`` is kept as it is), Kubernetes' dependent environment variables.
+        """
+        env: dict[str, str] = {}
         for entry in container.get("env") or []:
             if "value" in entry:
-                env[entry["name"]] = str(entry["value"])
+                env[entry["name"]] = expand_dependent(str(entry["value"]), env)
                 continue
-            ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+            source = entry.get("valueFrom") or {}
+            field_ref = source.get("fieldRef")
+            if field_ref is not None:
+                if field_ref["fieldPath"] not in downward_api:
+                    raise StackError(f"env {entry['name']}: no pod field {field_ref['fieldPath']}")
+                env[entry["name"]] = downward_api[field_ref["fieldPath"]]
+                continue
+            ref = source.get("secretKeyRef")
             if ref is None:
-                raise StackError(f"env {entry['name']}: only value and secretKeyRef supported")
+                raise StackError(
+                    f"env {entry['name']}: only value, fieldRef and secretKeyRef supported"
+                )
             data = self.secret_data(ref["name"])
             if ref["key"] not in data:
                 raise StackError(f"env {entry['name']}: Secret {ref['name']} has no {ref['key']}")
             env[entry["name"]] = data[ref["key"]]
         return env
+
+
+_DEPENDENT = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand_dependent(value: str, defined: Mapping[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion of an env value (``k8s.io/kubernetes`` expansion)."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return defined[name] if name in defined else match.group(0)
+
+    return _DEPENDENT.sub(one, value)
 
 
 def pod_container(obj: Mapping[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -766,6 +824,45 @@ class Stack:
             raise StackError(f"Keystone token for {user}: {resp.status} {resp.body[:500]!r}")
         return resp.headers["X-Subject-Token"]
 
+    def keystone_admin(self, method: str, path: str, body: Any = None) -> Any:
+        """One Keystone API call as the cloud admin; the JSON answer (None when empty)."""
+        token = self.keystone_token("admin", ADMIN_PASSWORD, "admin")
+        resp = http(method, self.keystone_url + path, body, {"X-Auth-Token": token})
+        if resp.status not in (200, 201, 204):
+            raise StackError(f"Keystone {method} {path}: {resp.status} {resp.body[:500]!r}")
+        return resp.json() if resp.body else None
+
+    def add_image_region(self, region: str, url: str) -> Callable[[], None]:
+        """Region ``region`` in Keystone's catalog with an image endpoint at ``url``.
+
+        What a second Glance region looks like to glance-download (it finds the other
+        Glance in the user's service catalog). Returns the call that removes both again.
+        """
+        self.keystone_admin("POST", "/regions", {"region": {"id": region}})
+        (service,) = self.keystone_admin("GET", "/services?type=image")["services"]
+        created = [
+            self.keystone_admin(
+                "POST",
+                "/endpoints",
+                {
+                    "endpoint": {
+                        "service_id": service["id"],
+                        "interface": interface,
+                        "url": url,
+                        "region_id": region,
+                    }
+                },
+            )["endpoint"]["id"]
+            for interface in ("public", "internal")
+        ]
+
+        def remove() -> None:
+            for endpoint in created:
+                self.keystone_admin("DELETE", f"/endpoints/{endpoint}")
+            self.keystone_admin("DELETE", f"/regions/{region}")
+
+        return remove
+
     def _keystone_accounts(self) -> None:
         token = self.keystone_token("admin", ADMIN_PASSWORD, "admin")
 
@@ -901,7 +998,7 @@ class Stack:
         obj = rendered.find(kind, object_name)
         pod, container = pod_container(obj["spec"].get("jobTemplate", obj), container_name)
         materialize(rendered, pod, container, remap)
-        env = remap.environment(rendered.container_env(container))
+        env = remap.environment(rendered.container_env(container, remap.downward_api))
         return self.run(name, remap.command(container["command"]), env=env)
 
     def start_container(
@@ -914,7 +1011,7 @@ class Stack:
         """
         pod, container = pod_container(rendered.find("Deployment"), container_name)
         materialize(rendered, pod, container, remap)
-        env = remap.environment(rendered.container_env(container))
+        env = remap.environment(rendered.container_env(container, remap.downward_api))
         command = [*container["command"], *(container.get("args") or [])]
         return self.spawn(name, remap.command(command), env=env)
 
@@ -923,7 +1020,7 @@ class Stack:
         remap = replace(remap, port=port)
         pod, container = pod_container(rendered.find("Deployment"), "glance-api")
         materialize(rendered, pod, container, remap)
-        env = remap.environment(rendered.container_env(container))
+        env = remap.environment(rendered.container_env(container, remap.downward_api))
         proc = self.spawn(
             name, remap.command(container["command"]), env=env, stop_signal=signal.SIGINT
         )
@@ -945,7 +1042,7 @@ class Stack:
         pod, container = pod_container(deployment, "glance-api")
         materialize(rendered, pod, container, remap)
         self.glance_container = container
-        self.glance_env = remap.environment(rendered.container_env(container))
+        self.glance_env = remap.environment(rendered.container_env(container, remap.downward_api))
         self.glance_command = remap.command(container["command"])
         self.glance = self.launch_glance("glance-api", self.glance_port)
 
@@ -953,10 +1050,16 @@ class Stack:
         """Start the rendered Glance API container on ``port``; wait for its health check.
 
         The stack's own instance runs on ``glance_port``; a test may start another one from
-        the same rendered container (same files, same environment) on a port of its own.
+        the same rendered container (same files, same environment but its own address) on a
+        port of its own.
         """
-        command = replace(self.remap, port=port).command(self.glance_container["command"])
-        proc = self.spawn(name, command, env=self.glance_env, stop_signal=signal.SIGINT)
+        remap = replace(self.remap, port=port)
+        command = remap.command(self.glance_container["command"])
+        # Same files and secrets; its own address (worker_self_reference_url) on ``port``.
+        env = remap.environment(
+            self.rendered.container_env(self.glance_container, remap.downward_api)
+        )
+        proc = self.spawn(name, command, env=env, stop_signal=signal.SIGINT)
         self.timings[f"{name} ready"] = wait_for(
             f"Glance ({name})",
             http_ok(f"http://127.0.0.1:{port}/healthcheck"),

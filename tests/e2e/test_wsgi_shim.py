@@ -42,16 +42,41 @@ RELEASES = glance_venv.releases()
 BATCH_DRIVER = textwrap.dedent(
     """
     import importlib.machinery, importlib.util, json, os, sys
+    from glance.api.v2 import images
     from glance.common import wsgi_app
+    from keystoneauth1.exceptions import connection as ksa_connection
 
     request = json.loads(sys.stdin.read())
     original = wsgi_app._get_config_files
-    wsgi_app.init_app = lambda: {"files": wsgi_app._get_config_files()}
+    original_proxy = images.ImagesController._proxy_request_to_host
+
+    def unreachable_stage_host(self, image, req, body=None):
+        raise ksa_connection.ConnectFailure("Unable to establish connection to http://gone")
+
+    def proxy_outcome():
+        try:
+            images.ImagesController._proxy_request_to_host(None, None, None)
+        except Exception as exc:
+            return {"raised": type(exc).__name__, "code": getattr(exc, "code", None),
+                    "detail": getattr(exc, "detail", str(exc))}
+        return {"raised": None}
+    def stub_init_app():
+        out = {"files": wsgi_app._get_config_files()}
+        url = os.environ.get("OS_DEFAULT__WORKER_SELF_REFERENCE_URL")
+        if url is not None:
+            out["self_url"] = url
+        return out
+    wsgi_app.init_app = stub_init_app
     results = {}
     for name, case in request["cases"].items():
         wsgi_app._get_config_files = original
+        images.ImagesController._proxy_request_to_host = original_proxy
         if case.get("drop_hook"):
             del wsgi_app._get_config_files
+        if case.get("drop_proxy_hook"):
+            del images.ImagesController._proxy_request_to_host
+        if case.get("stage_host_gone"):
+            images.ImagesController._proxy_request_to_host = unreachable_stage_host
         saved_env = dict(os.environ)
         os.environ.update(case.get("env", {}))
         sys.argv = list(case["argv"])
@@ -62,6 +87,8 @@ BATCH_DRIVER = textwrap.dedent(
         try:
             loader.exec_module(module)
             results[name] = module.application
+            if case.get("stage_host_gone"):
+                results[name]["proxy"] = proxy_outcome()
         except Exception as exc:  # the shim's errors are the result
             results[name] = {"error": type(exc).__name__, "message": str(exc)}
         finally:
@@ -79,6 +106,7 @@ REAL_DRIVER = textwrap.dedent(
 
     request = json.loads(sys.stdin.read())
     sys.argv = request["argv"]
+    os.environ.update(request.get("env", {}))
     import runpy
     app = runpy.run_path(request["shim"], run_name="glance_wsgi_api")["application"]
     CONF = cfg.CONF
@@ -90,6 +118,7 @@ REAL_DRIVER = textwrap.dedent(
     body = b"".join(app(environ, start_response))
     print("RESULT " + json.dumps({
         "config_file": list(CONF.config_file),
+        "worker_self_reference_url": CONF.worker_self_reference_url,
         "default_backend": CONF.glance_store.default_backend,
         "local_datadir": CONF["local"].filesystem_store_datadir,
         "status": seen.get("status"),
@@ -171,6 +200,20 @@ class Tree:
         return [str(self.backends / "backends.conf")]
 
 
+SELF_URL = "OS_DEFAULT__WORKER_SELF_REFERENCE_URL"
+# (label, the kubelet's expansion of http://$(POD_IP):9292 or another value, what glance
+# must read): an IPv6 host is bracketed, everything else is left alone.
+SELF_URLS = (
+    ("ipv4", "http://10.244.1.7:9292", "http://10.244.1.7:9292"),
+    ("ipv6", "http://fd00:10:244::1a:9292", "http://[fd00:10:244::1a]:9292"),
+    ("ipv6-loopback", "http://::1:9292", "http://[::1]:9292"),
+    ("ipv6-bracketed", "http://[fd00::7]:9292", "http://[fd00::7]:9292"),
+    ("hostname", "http://glance-0.glance:9292/", "http://glance-0.glance:9292/"),
+    ("no-port", "http://fd00::7", "http://fd00::7"),
+    ("not-a-url", "fd00::7:9292", "fd00::7:9292"),
+)
+
+
 def cases(tree: Tree) -> dict[str, dict[str, Any]]:
     c, b = str(tree.config) + "/", str(tree.backends) + "/"
     own = {"OS_GLANCE_CONFIG_DIR": str(tree.glance_dir)}
@@ -186,6 +229,12 @@ def cases(tree: Tree) -> dict[str, dict[str, Any]]:
         "missing-dir": {"argv": ["uwsgi", "--config-dir", str(tree.empty) + "-nope"]},
         "no-conf-files": {"argv": ["uwsgi", "--config-dir", str(tree.empty)]},
         "no-hook": {"argv": ["uwsgi", "--config-dir", c], "drop_hook": True},
+        "no-proxy-hook": {"argv": ["uwsgi", "--config-dir", c], "drop_proxy_hook": True},
+        "stage-host-gone": {"argv": ["uwsgi", "--config-dir", c], "stage_host_gone": True},
+        **{
+            f"self-url-{label}": {"argv": ["uwsgi", "--config-dir", c], "env": {SELF_URL: url}}
+            for label, url, _ in SELF_URLS
+        },
     }
 
 
@@ -241,8 +290,10 @@ class ShimRuns:
             files[1].write_text("[DEFAULT]\ndebug = false\n")
             files[2].write_text(f"[local]\nfilesystem_store_datadir = {base}/local\n")
             argv = ["uwsgi", "--config-dir", f"{config}/", "--config-dir", f"{backends}/"]
+            # An IPv6 pod's URL as the kubelet expands it: glance must read it bracketed.
+            env = {SELF_URL: "http://fd00::1:9292"}
             self.real[release] = _run(
-                python, REAL_DRIVER, {"shim": str(SHIM), "argv": argv}, self.base
+                python, REAL_DRIVER, {"shim": str(SHIM), "argv": argv, "env": env}, self.base
             )
         return self.real[release], [str(f) for f in files]
 
@@ -304,8 +355,37 @@ def test_a_glance_without_get_config_files_is_refused_loudly(shim_runs, release)
 
 
 @pytest.mark.parametrize("release", RELEASES)
+def test_a_forwarded_call_to_a_stage_host_that_is_gone_is_a_504_not_a_500(shim_runs, release):
+    # glance catches only requests' errors around its keystoneauth call: without the guard
+    # the ConnectFailure escapes as a 500 and a staged image can no longer be deleted.
+    result = shim_runs.case(release, "stage-host-gone")
+    assert result["proxy"] == {
+        "raised": "HTTPGatewayTimeout",
+        "code": 504,
+        "detail": "Stage host is unavailable",
+    }
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_glance_without_the_proxy_method_is_refused_loudly(shim_runs, release):
+    result = shim_runs.case(release, "no-proxy-hook")
+    assert result.get("error") == "ShimError", result
+    assert "ImagesController._proxy_request_to_host no longer exists" in result["message"]
+
+
+@pytest.mark.parametrize(("label", "given", "read"), SELF_URLS)
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_ipv6_pod_url_is_bracketed_and_any_other_left_alone(
+    shim_runs, release, label, given, read
+):
+    result = shim_runs.case(release, f"self-url-{label}")
+    assert result.get("self_url") == read, (given, result)
+
+
+@pytest.mark.parametrize("release", RELEASES)
 def test_the_real_init_app_builds_glance_from_the_config_dirs(shim_runs, release):
     result, files = shim_runs.init_app(release)
+    assert result["worker_self_reference_url"] == "http://[fd00::1]:9292"
     assert result["config_file"] == files
     assert result["default_backend"] == "local"
     assert result["local_datadir"] == str(Path(files[2]).parents[1] / "local")  # 2nd dir

@@ -297,7 +297,11 @@ def test_dockerignore_keeps_local_state_out_and_the_build_inputs_in():
     patterns = ignore_patterns()
     for path in (".git", ".venv/bin/python", ".venv-glance", ".collections", "out/x", "build"):
         assert ignored(path, patterns), path
-    for path in ("tests/unit/test_quantity.py", "plugins/filter/__pycache__/x.cpython-312.pyc"):
+    for path in (
+        "tests/unit/test_quantity.py",
+        "plugins/filter/__pycache__/x.cpython-312.pyc",
+        "molecule/default/molecule.yml",
+    ):
         assert ignored(path, patterns), path
     for path in (
         "galaxy.yml",

@@ -105,3 +105,24 @@ def test_the_api_server_stores_the_schema_defaults_the_offline_judge_applies(kub
     stored = kube.client.create(collection("Glance"), glance, dry_run=True)
     schema = openapi_schema.version_schema(CRDS["Glance"])
     assert stored["spec"] == openapi_schema.apply_defaults(schema, glance)["spec"]
+
+
+@pytest.mark.parametrize(
+    ("methods", "paths"),
+    [
+        pytest.param(["glance-direct", "web-download"], [], id="opt-in"),
+        pytest.param([], ["spec.importMethods"], id="empty"),
+        pytest.param(["copy-image", "copy-image"], ["spec.importMethods[1]"], id="duplicate"),
+        pytest.param(["web-download", "file-upload"], ["spec.importMethods[1]"], id="unknown"),
+    ],
+)
+def test_the_api_server_and_offline_judge_agree_on_import_methods(kube, methods, paths):
+    glance = build("Glance", {"spec": {"importMethods": methods}})
+    schema = openapi_schema.version_schema(CRDS["Glance"])
+    stored = openapi_schema.apply_defaults(schema, glance)
+    found = sorted({e.path for e in schema_and_cel(schema, stored, None) if e.origin == "schema"})
+    assert found == paths
+    refused = online(kube, "Glance", glance)
+    # An enum error also reports, without a field, that the CEL rules were skipped.
+    fields = {cause.split(": ", 1)[0] for cause in refused} - {"", "<nil>"}
+    assert sorted(fields) == paths, refused

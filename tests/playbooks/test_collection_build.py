@@ -68,7 +68,7 @@ def test_the_tarball_holds_the_crds_and_catalogs_and_no_local_state(installed):
         names = set(archive.getnames())
     assert "config/crd/bases/glance.openstack.c5c3.io_glances.yaml" in names
     assert "catalogs/glance-2026.2.json" in names
-    assert not any(n.startswith((".venv", ".collections", "out/")) for n in names)
+    assert not any(n.startswith((".venv", ".collections", "out/", "molecule/")) for n in names)
 
 
 def test_ansible_doc_lists_and_documents_the_filters(installed):

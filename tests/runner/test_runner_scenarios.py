@@ -22,14 +22,13 @@ from test_runner_support import (
     RunnerProcess,
     api_env,
     condition,
+    config_maps,
+    converged,
+    idle,
     processes_naming,
     settle_until,
     start_real_apiserver,
     wait_until,
-)
-
-from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
-    CONFIG_BASE_LABEL,
 )
 
 FINALIZER = "glance.openstack.c5c3.io/finalizer"
@@ -88,25 +87,11 @@ def second_backend(default: bool = False) -> dict:
     }
 
 
-def config_maps(api) -> dict[str, dict]:
-    return {
-        c["metadata"]["name"]: c
-        for c in api.list("ConfigMap", selector=f"{CONFIG_BASE_LABEL}=glance-config")
-    }
-
-
 def default_backend_of(config_map: dict) -> str | None:
     for line in config_map["data"]["glance-api.conf"].splitlines():
         if line.startswith("default_backend"):
             return line.split("=", 1)[1].strip()
     return None
-
-
-def converged(api) -> bool:
-    ready = condition(api, "Glance", "glance", "DatabaseReady") == ("True", "DatabaseSynced")
-    ready = ready and condition(api, "Glance", "glance", "DeploymentReady")[0] == "True"
-    backend = condition(api, "GlanceBackend", "s3-default", "Ready")[0] == "True"
-    return ready and backend
 
 
 # -- on both API servers ----------------------------------------------------------------------
@@ -185,13 +170,6 @@ def test_deleting_the_glance_runs_the_finalizer_pass(api, runners):
 
 
 # -- the runner's machinery, on the double ---------------------------------------------------
-
-
-def idle(runner) -> bool:
-    ended = runner.find("pass finished", controller="glance") + runner.find(
-        "pass failed", controller="glance"
-    )
-    return runner.passes_started() == len(ended)
 
 
 def kill_mid_pass(api, runner, trigger) -> None:

@@ -66,6 +66,12 @@ def test_the_environment_sets_what_the_manager_deployment_sets():
     assert (s.webhook_port, s.webhook_cert_dir) == (9444, Path("/certs"))
 
 
+def test_the_runner_dir_is_private_unless_named():
+    assert settings().runner_dir is None  # runner.runner_dir makes one per process
+    assert settings(RUNNER_DIR="/var/runner").runner_dir == Path("/var/runner")
+    assert settings("--runner-dir=/srv/r", RUNNER_DIR="/var/runner").runner_dir == Path("/srv/r")
+
+
 def test_a_flag_beats_the_environment():
     s = settings(
         "--leader-elect=true", "--watch-namespace=a", LEADER_ELECT="false", WATCH_NAMESPACE="b"

@@ -30,6 +30,9 @@ from support.api_env import ApiEnv
 from support.api_env import api_env as shared_api_env
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
+from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+    CONFIG_BASE_LABEL,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 WATCHES = ROOT / "watches.yaml"
@@ -94,6 +97,30 @@ def settle_until[T](
 def condition(api: ApiEnv, kind: str, name: str, type_: str) -> tuple[str | None, str | None]:
     found = api.condition(kind, name, type_)
     return found.get("status"), found.get("reason")
+
+
+def config_maps(api: ApiEnv) -> dict[str, dict]:
+    """The Glance's content-addressed config ConfigMaps, by name."""
+    return {
+        c["metadata"]["name"]: c
+        for c in api.list("ConfigMap", selector=f"{CONFIG_BASE_LABEL}=glance-config")
+    }
+
+
+def converged(api: ApiEnv) -> bool:
+    """The minimal sample's Glance synced and deployed, and its backend Ready."""
+    ready = condition(api, "Glance", "glance", "DatabaseReady") == ("True", "DatabaseSynced")
+    ready = ready and condition(api, "Glance", "glance", "DeploymentReady")[0] == "True"
+    backend = condition(api, "GlanceBackend", "s3-default", "Ready")[0] == "True"
+    return ready and backend
+
+
+def idle(runner: RunnerProcess, kind: str = "glance") -> bool:
+    """Every pass of ``kind`` the runner started has ended."""
+    ended = runner.find("pass finished", controller=kind) + runner.find(
+        "pass failed", controller=kind
+    )
+    return runner.passes_started(kind) == len(ended)
 
 
 # -- processes ----------------------------------------------------------------------------

@@ -119,6 +119,28 @@ def test_the_lead_s_content_parses_with_paths_taken_from_the_file_s_directory(tr
     assert load_watches(tree / "watches.yaml", environ={}) == expected_watches(tree)
 
 
+def test_a_relative_watches_file_gives_absolute_paths(tree, monkeypatch):
+    """`make run` passes ``--watches-file ./watches.yaml``: the paths must not stay relative
+    to ``.``, because ansible-runner runs each pass from another directory."""
+    (tree / "watches.yaml").write_text(LEAD_WATCHES)
+    (tree / "sub").mkdir()
+    monkeypatch.chdir(tree / "sub")
+    glance, backend = load_watches("../watches.yaml", environ={})
+    assert (glance, backend) == expected_watches(tree)
+    assert glance.playbook.is_absolute() and backend.playbook.is_absolute()
+    monkeypatch.chdir(tree)
+    assert load_watches("./watches.yaml", environ={}) == expected_watches(tree)
+    assert parse_watches(LEAD_WATCHES, ".", {}) == expected_watches(tree)
+
+
+def test_a_relative_roles_path_gives_an_absolute_role(tree, monkeypatch):
+    (tree / "elsewhere/roles/pass").mkdir(parents=True)
+    monkeypatch.chdir(tree)
+    environ = {"ANSIBLE_ROLES_PATH": "elsewhere"}
+    assert one(Path("."), "role: pass\n", environ).role == tree / "elsewhere/roles/pass"
+    assert one(Path("."), "role: glance\n").role == tree / "roles/glance"
+
+
 def test_a_finalizer_with_only_vars_reruns_the_main_playbook(tree):
     glance, backend = parse_watches(LEAD_WATCHES, tree, {})
     assert glance.target(finalizing=True) == Target(playbook=tree / "playbooks/glance.yml")

@@ -229,7 +229,7 @@ def test_all_three_probes_get_the_healthcheck_with_the_decided_timings():
     }
 
 
-def test_the_env_is_the_dsn_then_the_service_user_password_in_that_order():
+def test_the_env_is_the_dsn_the_service_user_password_then_the_pod_url_in_that_order():
     assert api_container()["env"] == [
         {
             "name": "OS_DATABASE__CONNECTION",
@@ -239,7 +239,37 @@ def test_the_env_is_the_dsn_then_the_service_user_password_in_that_order():
             "name": "OS_KEYSTONE_AUTHTOKEN__PASSWORD",
             "valueFrom": {"secretKeyRef": {"name": "glance-service-user", "key": "password"}},
         },
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "OS_DEFAULT__WORKER_SELF_REFERENCE_URL", "value": "http://$(POD_IP):9292"},
     ]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({}, id="default-import-methods"),
+        pytest.param({"importMethods": ["glance-direct", "copy-image"]}, id="glance-direct"),
+        pytest.param({"imageCache": {}}, id="image-cache"),
+        pytest.param({"autoscaling": {"maxReplicas": 5, "targetCPUUtilization": 70}}, id="hpa"),
+    ],
+)
+def test_every_api_pod_gets_its_own_url_whatever_the_spec(spec):
+    env = api_container(spec)["env"]
+    names = [entry["name"] for entry in env]
+    # The kubelet expands $(POD_IP) only from a variable defined before it.
+    assert names.index("POD_IP") < names.index("OS_DEFAULT__WORKER_SELF_REFERENCE_URL")
+    assert env[names.index("OS_DEFAULT__WORKER_SELF_REFERENCE_URL")]["value"] == (
+        "http://$(POD_IP):9292"
+    )
+
+
+def test_only_the_api_container_gets_the_pod_url():
+    pod = desired({"imageCache": {}})["deployment"]["pod"]
+    sidecar = next(c for c in pod["containers"] if c["name"] == "cache-maintenance")
+    assert sidecar["env"] == []
+    for job in ("db_sync_job",):
+        (container,) = desired()[job]["pod"]["containers"]
+        assert [e["name"] for e in container["env"]] == ["OS_DATABASE__CONNECTION"]
 
 
 def test_the_service_user_key_is_taken_from_the_spec():
@@ -818,8 +848,29 @@ def egress(spec: dict | None = None, hosts=ARTIFACTS.s3_hosts) -> list[dict]:
     return desired(spec, artifacts(s3_hosts=tuple(hosts)))["network_policy"]["egress"]
 
 
-def test_egress_is_dns_database_cache_s3_keystone_in_that_order():
-    assert egress() == [DNS_RULE, tcp(3306), tcp(11211), tcp(8080), tcp(5000)]
+SIBLINGS = [{"podSelector": {"matchLabels": SELECT["matchLabels"]}}]
+SIBLING_RULE = {**tcp(9292), "to": SIBLINGS}
+
+
+def test_egress_is_dns_database_cache_s3_keystone_sibling_pods_in_that_order():
+    assert egress() == [DNS_RULE, tcp(3306), tcp(11211), tcp(8080), tcp(5000), SIBLING_RULE]
+
+
+def test_the_pods_of_one_glance_may_reach_each_other_on_the_api_port_only():
+    policy = desired({"networkPolicy": POLICY})["network_policy"]
+    assert SIBLING_RULE in policy["egress"]
+    to_siblings = [rule for rule in policy["egress"] if rule.get("to") == SIBLINGS]
+    assert to_siblings == [SIBLING_RULE]
+    (ingress,) = policy["ingress"]
+    assert ingress["ports"] == [{"protocol": "TCP", "port": 9292}]
+    assert ingress["from"][-1] == SIBLINGS[0]
+    # The sibling peer has no namespaceSelector: the policy's own namespace only.
+    assert "namespaceSelector" not in ingress["from"][-1]
+    assert SIBLINGS[0]["podSelector"] == policy["pod_selector"]
+
+
+def test_without_a_network_policy_there_is_no_sibling_rule_because_there_is_no_policy():
+    assert desired()["network_policy"] is None
 
 
 def test_the_database_rule_takes_the_spec_port():
@@ -879,11 +930,11 @@ def test_s3_egress_ports_come_from_every_attached_backend_host(hosts, ports):
         assert rules[3] == tcp(*ports)
         assert rules[4] == tcp(5000)
     else:
-        assert rules == [DNS_RULE, tcp(3306), tcp(11211), tcp(5000)]
+        assert rules == [DNS_RULE, tcp(3306), tcp(11211), tcp(5000), SIBLING_RULE]
 
 
 def test_no_backend_gives_no_s3_rule():
-    assert egress(hosts=()) == [DNS_RULE, tcp(3306), tcp(11211), tcp(5000)]
+    assert egress(hosts=()) == [DNS_RULE, tcp(3306), tcp(11211), tcp(5000), SIBLING_RULE]
 
 
 @pytest.mark.parametrize(
@@ -928,8 +979,8 @@ def test_additional_egress_comes_last_verbatim():
         {"ports": [{"protocol": "TCP", "port": 8443}]},
     ]
     rules = egress({"networkPolicy": {**POLICY, "additionalEgress": extra}})
-    assert rules[:5] == [DNS_RULE, tcp(3306), tcp(11211), tcp(8080), tcp(5000)]
-    assert rules[5:] == extra
+    assert rules[:6] == [DNS_RULE, tcp(3306), tcp(11211), tcp(8080), tcp(5000), SIBLING_RULE]
+    assert rules[6:] == extra
 
 
 def test_ingress_is_the_api_port_from_the_sources_then_gateway_then_operator_namespace():
@@ -957,6 +1008,7 @@ def test_ingress_is_the_api_port_from_the_sources_then_gateway_then_operator_nam
                         "matchLabels": {"kubernetes.io/metadata.name": "glance-operator"}
                     }
                 },
+                *SIBLINGS,
             ],
         }
     ]
@@ -973,6 +1025,7 @@ def test_the_gateway_peer_uses_the_parent_namespace_and_no_operator_peer_without
     assert peers == [
         *POLICY["ingress"],
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateways"}}},
+        *SIBLINGS,
     ]
 
 

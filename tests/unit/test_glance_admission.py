@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from support.builders import DELETE, GLANCE, patched
 
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge as full_judge
+from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
 from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
     AdmissionContext,
     default_glance,
@@ -88,6 +90,7 @@ def test_defaults_leave_render_time_blocks_unset():
     spec = default_glance(GLANCE)["spec"]
     for block in (
         "importFiltering",
+        "importMethods",
         "importPlugins",
         "dbPurge",
         "staging",
@@ -349,6 +352,29 @@ CASES = [
         "importFiltering",
         {"importFiltering": {"disallowedHosts": [f"h{i}" for i in range(65)]}},
         ["spec.importFiltering.disallowedHosts: Too many: 65: must have at most 64 items"],
+    ),
+    (
+        "importMethods",
+        {"importMethods": ["copy-image", "glance-download", "web-download", "glance-direct"]},
+        [],
+    ),
+    ("importMethods", {"importMethods": ["glance-direct"]}, []),
+    (
+        "importMethods",
+        {"importMethods": []},
+        [
+            "spec.importMethods: Invalid value: []: must name at least one import method; "
+            "leave spec.importMethods unset for the default [web-download, copy-image]"
+        ],
+    ),
+    (
+        "importMethods",
+        {"importMethods": ["glance-direct", "glance_direct", "glance-direct"]},
+        [
+            'spec.importMethods[1]: Unsupported value: "glance_direct": supported values: '
+            '"glance-direct", "web-download", "copy-image", "glance-download"',
+            'spec.importMethods[2]: Duplicate value: "glance-direct"',
+        ],
     ),
     (
         "importPlugins",
@@ -819,3 +845,43 @@ def test_lowering_retention_warns_on_update_only():
     assert judge({"dbPurge": {"retentionDays": 60}}, ctx=ctx)[1] == []
     nil_block = AdmissionContext(operation="UPDATE", old=GLANCE)
     assert len(judge({"dbPurge": {"retentionDays": 29}}, ctx=nil_block)[1]) == 1
+
+
+# --- spec.importMethods through the whole judge: the CRD decides first ---------------------
+
+
+@pytest.mark.parametrize(
+    ("methods", "expected"),
+    [
+        pytest.param(["glance-direct", "web-download", "copy-image"], [], id="opt-in"),
+        pytest.param(
+            [],
+            [
+                "spec.importMethods: Invalid value: 0: spec.importMethods in body should have at least 1 items"
+            ],
+            id="empty",
+        ),
+        pytest.param(
+            ["glance-direct", "glance-direct"],
+            ['spec.importMethods[1]: Duplicate value: "glance-direct"'],
+            id="duplicate",
+        ),
+        pytest.param(
+            ["file-upload"],
+            [
+                'spec.importMethods[0]: Unsupported value: "file-upload": supported values: '
+                '"glance-direct", "web-download", "copy-image", "glance-download"'
+            ],
+            id="unknown",
+        ),
+    ],
+)
+def test_the_crd_judges_import_methods_with_the_field_named(methods, expected):
+    verdict = full_judge(
+        load_crds()["Glance"], patched(GLANCE, {"spec": {"importMethods": methods}})
+    )
+    # An enum error also skips the CEL rules, with the API server's "<nil>: ..." line.
+    assert [m for m in verdict.messages() if not m.startswith("<nil>")] == expected
+    assert verdict.allowed == (not expected)
+    if not expected:
+        assert verdict.object["spec"]["importMethods"] == methods

@@ -135,7 +135,7 @@ FULL_SAMPLE_CONF = """\
 debug = false
 default_log_levels = boto3=WARNING,botocore=WARNING,keystonemiddleware.auth_token=INFO
 enabled_backends = s3-archive:s3,s3-default:s3
-enabled_import_methods = [web-download,copy-image]
+enabled_import_methods = [glance-direct,web-download,copy-image]
 image_cache_dir = /var/lib/glance/image-cache
 image_cache_driver = sqlite
 image_cache_max_size = 17179869184
@@ -561,6 +561,63 @@ def test_import_plugins_render_in_glance_order(spec_patch, expected):
     assert gc.import_plugins(glance["spec"]) == expected
     rendered = option(api_conf(glance), "image_import_opts", "image_import_plugins")
     assert rendered == "[" + ",".join(expected) + "]"
+
+
+# --- import methods ----------------------------------------------------------------------
+
+METHODS = [
+    ("unset-is-the-design-default", {}, ["web-download", "copy-image"]),
+    ("glance-direct-opt-in", {"importMethods": ["glance-direct"]}, ["glance-direct"]),
+    (
+        "any-order-renders-in-glance-order",
+        {"importMethods": ["glance-download", "copy-image", "glance-direct", "web-download"]},
+        ["glance-direct", "web-download", "copy-image", "glance-download"],
+    ),
+    (
+        "widened-default",
+        {"importMethods": ["copy-image", "web-download", "glance-direct"]},
+        ["glance-direct", "web-download", "copy-image"],
+    ),
+    ("web-download-dropped", {"importMethods": ["copy-image"]}, ["copy-image"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec_patch", "expected"), [c[1:] for c in METHODS], ids=[c[0] for c in METHODS]
+)
+def test_enabled_import_methods_follow_spec_import_methods(spec_patch, expected):
+    glance = stored(spec_patch)
+    assert gc.import_methods(glance["spec"]) == expected
+    rendered = option(api_conf(glance), "DEFAULT", "enabled_import_methods")
+    assert rendered == "[" + ",".join(expected) + "]"
+
+
+def test_reordering_import_methods_renders_the_same_bytes():
+    one = stored({"importMethods": ["glance-direct", "web-download", "copy-image"]})
+    other = stored({"importMethods": ["copy-image", "glance-direct", "web-download"]})
+    assert api_conf(one) == api_conf(other)
+
+
+def test_the_pod_url_is_not_in_the_config_files_but_an_override_is_reported():
+    assert option(api_conf(stored()), "DEFAULT", "worker_self_reference_url") is ABSENT
+    glance = stored(
+        {
+            "extraConfig": {
+                "DEFAULT": {
+                    "enabled_import_methods": "[glance-direct]",
+                    "worker_self_reference_url": "http://glance:9292",
+                }
+            }
+        }
+    )
+    assert [(o.key, o.rejected) for o in gc.owned_key_overrides(glance)] == [
+        ("enabled_import_methods", False),
+        ("worker_self_reference_url", False),
+    ]
+    message = gc.extra_config_condition(glance)["message"]
+    assert "[DEFAULT] enabled_import_methods (overrides spec.importMethods" in message
+    assert "OS_DEFAULT__WORKER_SELF_REFERENCE_URL" in message
+    assert "needs a staging area shared" not in message
 
 
 # --- image cache size --------------------------------------------------------------------

@@ -147,6 +147,48 @@ def test_a_missing_referenced_file_is_a_config_error(tmp_path):
         kc.load_connection(str(path))
 
 
+def test_a_missing_explicit_kubeconfig_says_so_and_where_it_came_from(tmp_path):
+    missing = tmp_path / "gone.yaml"
+    with pytest.raises(kc.KubeConfigError) as caught:
+        kc.load_connection(str(missing), origin="--kubeconfig")
+    assert str(caught.value) == f"kubeconfig {missing} (from --kubeconfig) does not exist"
+    with pytest.raises(kc.KubeConfigError, match=r"\(from the kubeconfig argument\)"):
+        kc.KubeClient.from_environment(str(missing))
+
+
+@pytest.mark.parametrize("variable", ["KUBECONFIG", "K8S_AUTH_KUBECONFIG"])
+def test_a_missing_kubeconfig_of_a_variable_says_so_and_names_the_variable(
+    tmp_path, monkeypatch, variable
+):
+    missing = tmp_path / "gone.yaml"
+    monkeypatch.setenv(variable, str(missing))
+    with pytest.raises(kc.KubeConfigError) as caught:
+        kc.load_connection()
+    assert str(caught.value) == f"kubeconfig {missing} (from {variable}) does not exist"
+    monkeypatch.setenv(variable, os.pathsep.join([str(missing), str(tmp_path / "also-gone")]))
+    with pytest.raises(kc.KubeConfigError) as caught:
+        kc.load_connection()
+    assert str(caught.value) == (
+        f"none of the kubeconfig files of {variable} exists: {missing}, {tmp_path / 'also-gone'}"
+    )
+
+
+def test_missing_files_of_a_kubeconfig_list_are_skipped_as_kubectl_skips_them(
+    tmp_path, monkeypatch
+):
+    present = kubeconfig(tmp_path / "present", server="https://present:1")
+    listed = [tmp_path / "gone-1", present, tmp_path / "gone-2"]
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join(str(p) for p in listed))
+    conn = kc.load_connection()
+    assert conn.server == "https://present:1"
+    assert conn.source == f"kubeconfig {present}, context c"
+
+
+def test_a_kubeconfig_that_is_a_directory_is_refused(tmp_path):
+    with pytest.raises(kc.KubeConfigError, match=f"kubeconfig {tmp_path} is not a file"):
+        kc.load_connection(str(tmp_path))
+
+
 def test_in_cluster_reads_the_service_account(tmp_path, monkeypatch):
     sa = tmp_path / "sa"
     sa.mkdir()

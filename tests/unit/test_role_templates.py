@@ -499,7 +499,11 @@ def test_the_full_network_policy_has_keystone_egress_and_the_additional_rule_las
         [("TCP", 11211)],
         [("TCP", 443), ("TCP", 8080)],
         [("TCP", 443), ("TCP", 5000)],
+        [("TCP", 9292)],
         [("TCP", 443)],
+    ]
+    assert policy["spec"]["egress"][-2]["to"] == [
+        {"podSelector": {"matchLabels": policy["spec"]["podSelector"]["matchLabels"]}}
     ]
     assert "to" in policy["spec"]["egress"][-1]
 
