@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +219,7 @@ class Upgrade:
 
     def remap_for(self, key: str, release: str) -> Remap:
         _, remap = self.renders[key]
-        return Remap(remap.root, remap.port, venv=self.venvs[release])
+        return replace(remap, venv=self.venvs[release])
 
     def rendered(self, key: str) -> Rendered:
         return self.renders[key][0]
