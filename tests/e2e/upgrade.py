@@ -266,7 +266,7 @@ class Upgrade:
         remap = self.remap_for(key, release)
         pod, container = pod_container(rendered.find("Job", f"{GLANCE}-db-sync"), "db-sync")
         materialize(rendered, pod, container, remap)
-        env = remap.environment(rendered.container_env(container))
+        env = remap.environment(rendered.container_env(container, remap.downward_api))
         argv = ["glance-manage", "--config-dir", "/etc/glance/glance-api.conf.d/", *args]
         name = f"{self.name}-{self.step.key}-manage-{'-'.join(args).replace(' ', '_')}"
         proc = self.stack.run(name, remap.command(argv), env=env)
