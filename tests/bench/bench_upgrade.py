@@ -5,7 +5,7 @@
 Brings up the e2e stack (``tests/e2e/stack.py``: MariaDB, moto's S3 server, Keystone and a
 Glance from the render; ``make e2e-env`` installs what it runs) and, for each supported step
 (2025.2 -> 2026.1, 2026.1 -> 2026.2), runs the same flow as
-``tests/e2e/test_upgrade.py`` (``e2e.upgrade.run_upgrade``, every check included): the
+``tests/e2e/test_release_upgrade.py`` (``e2e.upgrade.run_upgrade``, every check included): the
 installed release and its data set, then the rendered phase Jobs with the newer release's
 glance-manage while a client reads and uploads. Printed per step, in seconds:
 
