@@ -82,5 +82,5 @@ def test_an_upgrade_aborted_then_run_again_loses_no_image_while_the_api_serves(
     timings = ", ".join(f"{k} {v:.1f}s" for k, v in outcome.timings.items())
     say(
         f"\n[e2e] upgrade {step}: {outcome.images} images kept, {outcome.created_during} "
-        f"created meanwhile; {timings}; traffic completed during each phase {outcome.traffic}"
+        f"created meanwhile; {timings}; traffic in flight during each phase {outcome.traffic}"
     )
