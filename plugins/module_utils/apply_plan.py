@@ -353,16 +353,9 @@ def ssa_action(
 
 def absent_action(key: str, live: Mapping[str, Any] | None, owner_uid: str) -> Action:
     """The decision when ``desired`` has None for ``key`` (see the module docstring)."""
-    name, namespace = _name_ns(live)
     if key not in do.OPTIONAL_OBJECTS:
-        return _action(key, NONE, NOT_YET, name, namespace)
-    if live is None:
-        return _action(key, NONE, NOT_WANTED, name, namespace)
-    if ls.is_deleting(live):
-        return _action(key, NONE, DELETING, name, namespace)
-    if not ls.controlled_by(live, owner_uid):
-        return _action(key, NONE, FOREIGN, name, namespace)
-    return _action(key, DELETE, NOT_WANTED, name, namespace)
+        return _action(key, NONE, NOT_YET, *_name_ns(live))
+    return _delete_if_ours(key, live, owner_uid)
 
 
 def _selector(obj: Mapping[str, Any] | None) -> Any:
@@ -495,6 +488,13 @@ def delete_action(key: str, live: Mapping[str, Any] | None, owner_uid: str) -> A
 
     Absent, already being deleted or someone else's: nothing to do (``none``).
     """
+    return _delete_if_ours(key, live, owner_uid, propagation_policy=BACKGROUND)
+
+
+def _delete_if_ours(
+    key: str, live: Mapping[str, Any] | None, owner_uid: str, **extra: Any
+) -> Action:
+    """DELETE (with ``extra``) when ``live`` exists, is not being deleted and is ours."""
     name, namespace = _name_ns(live)
     if live is None:
         return _action(key, NONE, NOT_WANTED, name, namespace)
@@ -502,7 +502,7 @@ def delete_action(key: str, live: Mapping[str, Any] | None, owner_uid: str) -> A
         return _action(key, NONE, DELETING, name, namespace)
     if not ls.controlled_by(live, owner_uid):
         return _action(key, NONE, FOREIGN, name, namespace)
-    return _action(key, DELETE, NOT_WANTED, name, namespace, propagation_policy=BACKGROUND)
+    return _action(key, DELETE, NOT_WANTED, name, namespace, **extra)
 
 
 def prune_actions(
