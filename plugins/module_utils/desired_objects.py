@@ -312,8 +312,14 @@ done
 
 # --- database Jobs (reference-spec §4.11, §4.12) ------------------------------------------
 GLANCE_MANAGE = f"glance-manage --config-dir {CONFIG_DIR}"
+# load_metadefs --merge: without it every namespace that exists is skipped, so a new
+# release's db-sync would never load the definitions it adds to a shipped namespace (the
+# reference's stated intent, §4.13, which its command does not do). --merge only adds:
+# what the database holds (an admin's edits included) is never changed or removed.
+# --prefer_new would also overwrite each shipped namespace's visibility and owner and
+# every shipped definition on each run (every config change re-runs db-sync); not chosen.
 DB_SYNC_SCRIPT = (
-    f"{GLANCE_MANAGE} db sync && {GLANCE_MANAGE} db load_metadefs --path {METADEFS_PATH}"
+    f"{GLANCE_MANAGE} db sync && {GLANCE_MANAGE} db load_metadefs --path {METADEFS_PATH} --merge"
 )
 DB_SYNC_BACKOFF_LIMIT = 4
 # Per database Job: its name suffix, which is also its container's name and its component

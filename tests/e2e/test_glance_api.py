@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from e2e.stack import (
+    ADMIN_PASSWORD,
     DEMO_PASSWORD,
     IMAGE_FILES,
     ROOT,
@@ -196,6 +197,51 @@ def test_the_db_sync_job_loaded_the_metadata_definitions(stack):
     assert resp.status == 200, resp.body
     names = {ns["namespace"] for ns in resp.json()["namespaces"]}
     assert "OS::Compute::Hypervisor" in names, sorted(names)
+
+
+def _metadef_checksums(stack: Stack) -> list[list[str]]:
+    tables = [row[0] for row in stack.sql("SHOW TABLES LIKE 'metadef\\_%'")]
+    assert len(tables) >= 6, tables
+    return stack.sql("CHECKSUM TABLE " + ", ".join(sorted(tables)))
+
+
+def test_a_db_sync_adds_the_definitions_a_namespace_lacks_and_keeps_an_admins_edits(stack):
+    """The db-sync Job's ``load_metadefs --merge``, as a new release's db-sync runs it.
+
+    A shipped definition the database lacks in an existing namespace (as after an older
+    release that did not ship it: removed here with SQL, shipped namespaces are protected;
+    without ``--merge`` it would never be loaded) comes back;
+    what an admin changed in a shipped namespace stays; a further run writes nothing.
+    """
+    namespace = "OS::Compute::Libvirt"
+    base = f"{stack.glance_url}/v2/metadefs/namespaces/{namespace}"
+    admin = {"X-Auth-Token": stack.keystone_token("admin", ADMIN_PASSWORD, "admin")}
+    shipped = http("GET", base, headers=admin)
+    assert shipped.status == 200, shipped.body
+    name = sorted(shipped.json()["properties"])[0]
+    definition = shipped.json()["properties"][name]
+    edited = "Edited by the cloud's admin: kept across db-sync."
+    # Shipped namespaces are protected: the API refuses to delete their definitions.
+    stack.sql(
+        "DELETE p FROM metadef_properties p JOIN metadef_namespaces n ON p.namespace_id = n.id "
+        f"WHERE n.namespace = '{namespace}' AND p.name = '{name}'"
+    )
+    body = {k: shipped.json()[k] for k in ("namespace", "display_name", "visibility")}
+    try:
+        resp = http("PUT", base, {**body, "description": edited}, admin)
+        assert resp.status == 200, resp.body
+        assert name not in http("GET", base, headers=admin).json().get("properties", {})
+
+        stack.run_container("glance-db-sync", stack.rendered, stack.remap, "Job", "db-sync")
+        now = http("GET", base, headers=admin).json()
+        assert now["properties"][name] == definition
+        assert now["description"] == edited
+        checksums = _metadef_checksums(stack)
+        stack.run_container("glance-db-sync", stack.rendered, stack.remap, "Job", "db-sync")
+        assert _metadef_checksums(stack) == checksums
+    finally:
+        resp = http("PUT", base, {**body, "description": shipped.json()["description"]}, admin)
+        assert resp.status == 200, resp.body
 
 
 # ---------------------------------------------------------------------------------------

@@ -1089,7 +1089,7 @@ def test_db_sync_runs_sync_then_metadefs_and_never_restarts():
         "-eu",
         "-c",
         f"{GLANCE_MANAGE} db sync && {GLANCE_MANAGE} db load_metadefs "
-        "--path /var/lib/openstack/etc/glance/metadefs",
+        "--path /var/lib/openstack/etc/glance/metadefs --merge",
     ]
 
 
