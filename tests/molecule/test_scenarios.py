@@ -1,152 +1,201 @@
-"""The molecule scenarios (molecule/<scenario>/molecule.yml), run by pytest.
+"""The molecule scenarios, each run as docs/molecule.md tells a user to run it.
 
-Every scenario git tracks (``molecule/*/molecule.yml``, the rule pytest-ansible's own
-discovery applies) is run with pytest-ansible's ``MoleculeScenario``: ``python -m molecule
-test -s <scenario>`` from the checkout. pytest-ansible's plugin itself is off
-(``-p no:pytest-ansible`` in pyproject.toml: its collection finder breaks the unit tests'
-imports), so its ``molecule_scenario`` fixture is not used. Each scenario gets what it needs here, and its test id says
-against what it runs:
+pytest-ansible's ``molecule_scenario`` fixture gives one test per scenario git tracks
+(``molecule/*/molecule.yml``), its id naming the scenario and its cluster
+(``tests/molecule/conftest.py``). The test then runs the scenario's command exactly as
+docs/molecule.md shows it, read from the doc's ``console`` blocks: typed into ``bash`` in
+the checkout, after the block's activation line, with a user's environment (a home of its
+own, none of make's or pytest's variables, no ``.venv/bin`` on ``PATH`` but through the
+activation line). So the doc's commands are what is tested, and a command the doc shows
+that no test runs fails ``test_the_doc_shows_only_commands_that_are_run``.
 
-* ``offline``: nothing; always runs.
-* ``default[double]``: the REST test double of ``tests/support/fake_apiserver.py`` with a
-  stand-in Glance ``/healthcheck`` behind its service proxy, served by
-  ``tests/support/serve_api_double.py`` as docs/molecule.md tells; always runs. A unit-test
-  double, not a cluster.
-* ``default[kube-apiserver]``: a real kube-apiserver and etcd started here without the CRDs
-  (the scenario's prepare installs them); skipped, saying why, without ``KUBE_ASSETS_DIR``.
-* ``kind[kind]``: a kind cluster the scenario creates; skipped, saying why, without ``kind``
+* ``offline``: ``molecule test -s offline``; always.
+* ``default-kube-apiserver``: ``KUBECONFIG=~/.kube/config molecule test -s default``, that
+  file naming a real kube-apiserver and etcd started here without the CRDs (the scenario's
+  prepare installs them); when ``KUBE_ASSETS_DIR`` is set.
+* ``default-api-double``: the doc's two commands for the API test double of
+  ``tests/support/fake_apiserver.py`` (a unit-test double, not a cluster): the double in
+  the background until it says ``serving``, then the scenario, then Ctrl-C; otherwise.
+* ``kind``: ``molecule test -s kind``; skipped, naming what is missing, without ``kind``
   and a running container engine.
-
-Every scenario is listed, including one added later without a target here (it runs with
-nothing set up).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from integration.kube_harness import started_apiserver
-from pytest_ansible.molecule import MoleculeScenario
+from integration.kube_harness import ASSET_VARIABLES, started_apiserver
+from pytest_ansible import plugin as pytest_ansible_plugin
+from support.container_engine import container_engine
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVE_DOUBLE = ROOT / "tests" / "support" / "serve_api_double.py"
-NAMESPACE = "molecule"
-# The targets of each scenario; a scenario not named here runs once, with nothing set up.
-TARGETS = {"default": ("double", "kube-apiserver"), "kind": ("kind",)}
+DOC = ROOT / "docs" / "molecule.md"
+ACTIVATE = ". .venv/bin/activate"
+VENV_BIN = ROOT / ".venv" / "bin"
+# What make, pytest and the suite set that a user's shell does not have.
+NOT_A_USERS = ("ANSIBLE_", "PYTEST_", "C5C3_", "MOLECULE_", "GLANCE_MOLECULE_")
+NOT_A_USERS_NAMES = {"PYTHONPATH", "KUBECONFIG", "VIRTUAL_ENV", *ASSET_VARIABLES}
 
 
-def scenarios() -> list[MoleculeScenario]:
-    """The scenarios git tracks, as pytest-ansible finds them."""
-    listed = subprocess.run(
-        ["git", "ls-files", ":(glob)molecule/*/molecule.yml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return [
-        MoleculeScenario(Path(path).parent.name, ROOT, f"{ROOT.name}-{Path(path).parent.name}")
-        for path in sorted(listed)
+def doc_blocks() -> list[list[str]]:
+    """The commands (``$ `` lines) of each ``console`` block of docs/molecule.md."""
+    blocks = re.findall(r"^```console\n(.*?)^```$", DOC.read_text(), re.MULTILINE | re.DOTALL)
+    return [[line[2:] for line in block.splitlines() if line.startswith("$ ")] for block in blocks]
+
+
+def doc_commands() -> list[str]:
+    return [c for block in doc_blocks() for c in block if c != ACTIVATE]
+
+
+def doc_script(wanted) -> str:
+    """The one command the doc shows that ``wanted`` accepts, after its block's activation
+    line: what a user types into a shell, as one ``bash`` script."""
+    found = [
+        (block, command)
+        for block in doc_blocks()
+        for command in block
+        if command != ACTIVATE and wanted(command)
     ]
+    assert len(found) == 1, f"docs/molecule.md shows {len(found)} such commands: {found}"
+    block, command = found[0]
+    prelude = [line for line in block[: block.index(command)] if line == ACTIVATE]
+    assert prelude, f"docs/molecule.md runs {command!r} without activating .venv first"
+    return "\n".join([*prelude, command])
 
 
-def _cases() -> list:
-    cases = []
-    for scenario in scenarios():
-        for target in TARGETS.get(scenario.name, (None,)):
-            marks = [pytest.mark.integration] if target == "kube-apiserver" else []
-            name = scenario.name if target is None else f"{scenario.name}[{target}]"
-            cases.append(pytest.param(scenario, target, id=name, marks=marks))
-    return cases
+def molecule_test(scenario: str, kubeconfig: str | None = None):
+    """A predicate: ``[KUBECONFIG=<kubeconfig>] molecule test -s <scenario>``."""
+
+    def wanted(command: str) -> bool:
+        words = shlex.split(command, posix=False)
+        prefix = [] if kubeconfig is None else [f"KUBECONFIG={kubeconfig}"]
+        return words == [*prefix, "molecule", "test", "-s", scenario]
+
+    return wanted
 
 
-def container_engine() -> tuple[str | None, str]:
-    """A container engine whose daemon answers (kind needs one), or None and why not."""
-    reasons = []
-    for engine in ("docker", "podman"):
-        path = shutil.which(engine)
-        if path is None:
-            reasons.append(f"no {engine} on PATH")
-            continue
-        try:
-            probe = subprocess.run(
-                [path, "info"], capture_output=True, text=True, timeout=60, check=False
-            )
-        except subprocess.TimeoutExpired:
-            reasons.append(f"{engine} info did not answer in 60 s")
-            continue
-        if probe.returncode == 0:
-            return engine, ""
-        reasons.append(f"{engine} info failed: {(probe.stderr or probe.stdout).strip()[:200]}")
-    return None, "; ".join(reasons)
+def serve_double(command: str) -> bool:
+    return "tests/support/serve_api_double.py" in command
 
 
-def _environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:
-    # molecule runs ansible-config, ansible-playbook and kind from PATH: this Python's first.
-    monkeypatch.setenv(
-        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+def double_kubeconfig() -> str:
+    """The kubeconfig path the doc's double command writes, as typed (``~`` and all)."""
+    words = shlex.split(doc_script(serve_double).splitlines()[-1], posix=False)
+    return words[words.index("--kubeconfig") + 1]
+
+
+def claimed_commands() -> set[str]:
+    """Every command of the doc some test here runs."""
+    scripts = [
+        doc_script(molecule_test("offline")),
+        doc_script(molecule_test("default", "~/.kube/config")),
+        doc_script(serve_double),
+        doc_script(molecule_test("default", double_kubeconfig())),
+        doc_script(molecule_test("kind")),
+    ]
+    return {script.splitlines()[-1] for script in scripts}
+
+
+def user_environment(home: Path) -> dict[str, str]:
+    """A user's shell in a home of its own: the test process's environment less what make,
+    pytest and the suite add, and without this checkout's .venv/bin on PATH."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(NOT_A_USERS) and key not in NOT_A_USERS_NAMES
+    }
+    env["PATH"] = os.pathsep.join(
+        entry
+        for entry in env.get("PATH", "").split(os.pathsep)
+        if entry and Path(entry).resolve() != VENV_BIN.resolve()
     )
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("GLANCE_MOLECULE_NAMESPACE", NAMESPACE)
-    for name, value in variables.items():
-        monkeypatch.setenv(name, value)
+    env["HOME"] = str(home)
+    return env
 
 
-def _run(scenario) -> None:
-    done = scenario.test()
-    assert done.returncode == 0, f"molecule test -s {scenario.name} failed ({done.returncode})"
+def run_as_user(script: str, home: Path) -> None:
+    """Run the lines in bash in the checkout; molecule's output goes to the test's output."""
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=user_environment(home), check=False)
+    assert done.returncode == 0, f"{script!r} failed ({done.returncode}); its output is above"
 
 
-@pytest.mark.parametrize(("scenario", "target"), _cases())
-def test_molecule_scenario(scenario, target, monkeypatch, tmp_path):
-    kubeconfig = tmp_path / "kubeconfig"
-    if target is None:
-        _environment(monkeypatch)
-        _run(scenario)
-    elif target == "double":
-        # As docs/molecule.md tells: the double served by tests/support/serve_api_double.py.
-        served = subprocess.Popen(
-            [sys.executable, str(SERVE_DOUBLE), "--kubeconfig", str(kubeconfig)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert served.stdout.readline().startswith("serving"), "the double did not start"
-            _environment(monkeypatch, KUBECONFIG=str(kubeconfig))
-            _run(scenario)
-        finally:
-            served.terminate()
-            rest, _ = served.communicate(timeout=30)
-        hits = int(re.search(r"health probes answered: (\d+)", rest).group(1))
-        assert hits >= 1  # verify's Ready=True came through the service proxy
-    elif target == "kube-apiserver":
+def kind_missing() -> str:
+    """What the kind scenario lacks here, or "" when it can run."""
+    missing = [] if shutil.which("kind") else ["no kind on PATH (https://kind.sigs.k8s.io)"]
+    engine, reason = container_engine()
+    if engine is None:
+        missing.append(f"no running container engine ({reason})")
+    return "; ".join(missing)
+
+
+def run_on_api_double(home: Path) -> None:
+    """The doc's double in the background until it says ``serving``, the scenario, Ctrl-C."""
+    served = subprocess.Popen(
+        ["bash", "-c", doc_script(serve_double)],
+        cwd=ROOT,
+        env=user_environment(home),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        first = served.stdout.readline()
+        assert first.startswith("serving"), f"the double did not start: {first!r}"
+        run_as_user(doc_script(molecule_test("default", double_kubeconfig())), home)
+    finally:
+        os.killpg(served.pid, signal.SIGINT)  # Ctrl-C, as the doc says
+        rest, _ = served.communicate(timeout=60)
+    hits = re.search(r"health probes answered: (\d+)", rest)
+    assert hits, f"the double did not say how many probes it answered: {rest!r}"
+    assert int(hits.group(1)) >= 1  # verify's Ready=True came through the service proxy
+
+
+def test_molecule_scenario(molecule_scenario, tmp_path):
+    name = molecule_scenario.name
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    if name == "offline":
+        run_as_user(doc_script(molecule_test("offline")), home)
+    elif molecule_scenario.test_id == "default-kube-apiserver":
         with started_apiserver(()) as server:  # skips, saying why, without the binaries
-            server.write_kubeconfig(kubeconfig)
-            _environment(monkeypatch, KUBECONFIG=str(kubeconfig))
-            _run(scenario)
-    else:
-        engine, reason = container_engine()
-        missing = [] if shutil.which("kind") else ["no kind on PATH (https://kind.sigs.k8s.io)"]
-        if engine is None:
-            missing.append(f"no running container engine ({reason})")
+            server.write_kubeconfig(home / ".kube" / "config")
+            run_as_user(doc_script(molecule_test("default", "~/.kube/config")), home)
+    elif name == "default":
+        run_on_api_double(home)
+    elif name == "kind":
+        missing = kind_missing()
         if missing:
-            pytest.skip(f"kind scenario needs kind and a container engine: {'; '.join(missing)}")
-        _environment(
-            monkeypatch,
-            KUBECONFIG=str(kubeconfig),
-            GLANCE_MOLECULE_ENGINE=engine,
-            KIND_EXPERIMENTAL_PROVIDER=engine,
-        )
-        _run(scenario)
+            pytest.skip(f"kind scenario needs kind and a container engine: {missing}")
+        run_as_user(doc_script(molecule_test("kind")), home)
+    else:
+        pytest.fail(f"scenario {name} has no test: show its command in docs/molecule.md")
 
 
-def test_every_scenario_is_collected():
-    """The three scenarios of this checkout are tracked, so they are run."""
-    names = {s.name for s in scenarios()}
-    assert {"default", "kind", "offline"} <= names, names
+def test_every_scenario_is_a_test_named_for_its_cluster():
+    """The plugin finds this checkout's three scenarios; their ids name the cluster."""
+    ids = {s.name: s.test_id for s in pytest_ansible_plugin.scenarios}
+    assert set(ids) >= {"default", "kind", "offline"}, ids
+    assert ids["offline"] == "offline"
+    assert ids["kind"] == "kind"
+    assert ids["default"] in {"default-kube-apiserver", "default-api-double"}
+
+
+def test_the_doc_shows_only_commands_that_are_run():
+    """Every command docs/molecule.md shows in a console block is one a test here runs,
+    and the doc tells a user to activate .venv before each (molecule needs it on PATH)."""
+    assert set(doc_commands()) == claimed_commands()
+    assert all(block[0] == ACTIVATE for block in doc_blocks() if block), doc_blocks()
+
+
+def test_a_user_environment_has_no_venv_until_activated(tmp_path):
+    env = user_environment(tmp_path)
+    assert str(VENV_BIN) not in env["PATH"].split(os.pathsep)
+    assert "VIRTUAL_ENV" not in env and env["HOME"] == str(tmp_path)
+    assert not [key for key in env if key.startswith(("ANSIBLE_", "PYTEST_"))]

@@ -1,8 +1,10 @@
 """Serve the API test double (``fake_apiserver.py``) and a stand-in Glance ``/healthcheck``
 until SIGTERM/SIGINT, for running a molecule scenario by hand without a cluster::
 
-    .venv/bin/python tests/support/serve_api_double.py --kubeconfig /tmp/double/kubeconfig
-    KUBECONFIG=/tmp/double/kubeconfig .venv/bin/molecule test -s default
+    python tests/support/serve_api_double.py --kubeconfig ~/.kube/glance-api-double
+    KUBECONFIG=~/.kube/glance-api-double molecule test -s default   # in a second shell
+
+(both with ``.venv`` active: docs/molecule.md, whose commands tests/molecule runs).
 
 It prints ``serving`` once the kubeconfig is written, and how many health probes the
 stand-in answered when it stops. The double's service proxy forwards ``glance:9292`` of

@@ -1,0 +1,22 @@
+"""Session set-up every test directory shares: Ansible's collection finder, installed first.
+
+pytest-ansible (``--ansible-unit-inject-only`` in pyproject.toml) installs Ansible's
+collection finder when pytest configures itself. The conftest files of the test
+directories import ``ansible_collections.c5c3.glance`` when they are collected; an import
+made before the finder is installed binds the collection as a plain namespace package, and
+every later ``c5c3.glance`` import fails with "collection metadata was not loaded for
+collection c5c3.glance". This file is the first conftest pytest loads (before
+pytest_configure and before any subdirectory's), so the finder is in place, over the
+checkout's link ``.collections/ansible_collections/c5c3/glance`` that ``make venv``
+creates, before anything imports the collection.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_AnsibleCollectionFinder(paths=[str(ROOT / ".collections")])._install()
