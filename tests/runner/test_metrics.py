@@ -4,6 +4,7 @@ types, labels, help and buckets users scrape, the work queue series, and the for
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import prometheus_client
 import pytest
@@ -485,3 +486,15 @@ def test_every_line_of_a_busy_page_is_valid_text_format():
     for name, _ in page.samples:
         family = name if name in page.type else re.sub(r"_(bucket|sum|count)$", "", name)
         assert page.type[family] in (("histogram",) if family != name else ("counter", "gauge"))
+
+
+def test_the_runner_guide_tables_every_family_with_its_type_and_labels():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "runner.md").read_text()
+    rows = {}
+    for line in doc.splitlines():
+        match = re.match(r"\| `([a-z_]+)` \| (counter|gauge|histogram) \| ([^|]*) \|", line)
+        if match:
+            rows[match.group(1)] = (match.group(2), re.findall(r"`([a-z_]+)`", match.group(3)))
+    expected = {name: (kind, labels) for name, (kind, labels, _) in REFERENCE_FAMILIES.items()}
+    expected |= dict.fromkeys(UNFINISHED_WORK, ("gauge", ["name"]))
+    assert rows == expected
