@@ -14,10 +14,12 @@ queried names come from the dashboard's targets and variables and the rules' exp
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from support.api_env import sample_documents
 from support.promql import exported_sample_names, metric_names
 from test_runner_support import RunnerProcess, api_env, start_real_apiserver, wait_until
@@ -25,6 +27,10 @@ from test_runner_support import RunnerProcess, api_env, start_real_apiserver, wa
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "config" / "prometheus" / "dashboards" / "glance-operator.json"
 RULES = ROOT / "config" / "prometheus" / "rules.yaml"
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;"
+    "version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+)
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +79,20 @@ def test_every_metric_the_dashboard_and_the_alerts_query_is_exported(api, tmp_pa
             what="the Glance's ready gauge",
         )
         status, page = runner.http_get("metrics", "/metrics")
+        # Prometheus's own Accept header gets OpenMetrics, with the same samples.
+        request = urllib.request.Request(
+            runner.url("metrics", "/metrics"), headers={"Accept": PROMETHEUS_ACCEPT}
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            openmetrics_type = answer.headers["Content-Type"]
+            openmetrics = answer.read().decode()
     finally:
         runner.close()
     assert status == 200
+    assert openmetrics_type.startswith("application/openmetrics-text; version=1.0.0")
+    families = {f.name: f for f in text_string_to_metric_families(openmetrics)}
+    ready = {(s.name, s.labels["glance"]) for s in families["glance_operator_glance_ready"].samples}
+    assert ready == {("glance_operator_glance_ready", "glance")}
     exported = exported_sample_names(page)
     # The derivation is the page's: a histogram exports _bucket, a counter its _total name.
     assert "controller_runtime_reconcile_time_seconds_bucket" in exported
