@@ -5,8 +5,9 @@ The dashboard is checked as Grafana imports it (``__inputs`` and a datasource va
 ``DS_PROMETHEUS``, no data source uid of a particular Grafana, unique panel ids, every
 target a query), the PrometheusRule against the schema of the Prometheus Operator's CRD as
 far as the alerts use it (written out below, offline), and with ``promtool`` (``check
-rules`` and the alert unit tests of ``data/alerts_test.yaml``) when it is installed: on
-PATH or named by ``PROMTOOL``; Debian's ``prometheus`` package ships it. That every metric
+rules`` and the alert unit tests of ``data/alerts_test.yaml``) when it is there: named by
+``PROMTOOL``, on PATH, or unpacked by ``make promtool`` (part of ``make unit``) from Debian's
+``prometheus`` package into ``.venv/promtool``. That every metric
 they query is one a runner exports is ``tests/runner/test_monitoring_queries.py``'s.
 """
 
@@ -411,13 +412,18 @@ def test_every_alert_says_what_and_where_its_runbook_is():
     assert rule["GlanceNotReady"]["for"] == "15m"
 
 
+UNPACKED_PROMTOOL = ROOT / ".venv" / "promtool" / "usr" / "bin" / "promtool"
+"""Where ``make promtool`` (a step of ``make unit``) unpacks Debian's promtool."""
+
+
 def promtool() -> str:
     found = os.environ.get("PROMTOOL") or shutil.which("promtool")
+    if not found and UNPACKED_PROMTOOL.is_file():
+        found = str(UNPACKED_PROMTOOL)
     if not found:
         pytest.skip(
-            "promtool not found (PATH or PROMTOOL): install Debian's `prometheus` package, or "
-            "extract usr/bin/promtool from it (`apt-get download prometheus && dpkg-deb -x "
-            "prometheus_*.deb dir`) and set PROMTOOL"
+            "promtool not found (PROMTOOL, PATH, .venv/promtool): run `make promtool`, which "
+            "unpacks it from Debian's prometheus package, or set PROMTOOL"
         )
     return found
 
