@@ -50,7 +50,7 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 test: lint unit ## Lint, then every test
 
 .PHONY: unit
-unit: venv glance-venvs e2e-env ## The pytest suites: unit, render, playbooks, e2e (real Glance stack), integration (skips without KUBE_ASSETS_DIR)
+unit: venv glance-venvs e2e-env promtool ## The pytest suites: unit, render, playbooks, e2e (real Glance stack), integration (skips without KUBE_ASSETS_DIR)
 	$(BIN)/python -m pytest -q tests
 
 .PHONY: lint
@@ -74,6 +74,22 @@ glance-venvs: ## Build the per-release Glance environments .venv-glance/<release
 e2e-env: ## Install what the e2e suite runs: .venv-glance/e2e-2026.2 and MariaDB (idempotent)
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
 	$(PYTHON312) tests/e2e/setup_env.py --python $(PYTHON312)
+
+# promtool, for the alert tests: unpacked from Debian's prometheus package, not installed
+# (no Prometheus service). Without apt-get or the package, the tests that need it skip.
+PROMTOOL_DIR := $(VENV)/promtool
+.PHONY: promtool
+promtool: ## Unpack promtool from Debian's prometheus package into .venv/promtool (idempotent; tests/install/test_monitoring.py uses it)
+	@test -x $(PROMTOOL_DIR)/usr/bin/promtool && exit 0; \
+	  command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
+	    || { echo "promtool: no apt-get/dpkg-deb, the alert tests will skip"; exit 0; }; \
+	  rm -rf $(PROMTOOL_DIR).download && mkdir -p $(PROMTOOL_DIR).download && \
+	  cd $(PROMTOOL_DIR).download && \
+	  { apt-get download prometheus >/dev/null 2>&1 \
+	    || { apt-get update >/dev/null 2>&1 && apt-get download prometheus >/dev/null 2>&1; }; } && \
+	  dpkg-deb -x prometheus_*.deb $(CURDIR)/$(PROMTOOL_DIR) && cd $(CURDIR) && \
+	  rm -rf $(PROMTOOL_DIR).download && $(PROMTOOL_DIR)/usr/bin/promtool --version | head -1 \
+	    || echo "promtool: Debian's prometheus package could not be fetched, the alert tests will skip"
 
 .PHONY: e2e
 e2e: venv e2e-env ## The rendered Glance against real Keystone, MariaDB and S3 (tests/e2e)

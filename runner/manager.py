@@ -44,8 +44,8 @@ from runner.extravars import RunOutcome
 from runner.informer import Informer
 from runner.leader import LeaderElector
 from runner.logs import Log
-from runner.metrics import CONTENT_TYPE, RunnerMetrics
-from runner.metrics_feed import DbJobCounter, UpgradePhaseTimer, observe_pass
+from runner.metrics import RunnerMetrics
+from runner.metrics_feed import DbJobCounter, GlanceConditions, UpgradePhaseTimer, observe_pass
 from runner.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.probes import EndpointServer, check
 from runner.reconciler import Reconciled, Reconciler
@@ -105,18 +105,8 @@ class Manager:
         self._workers_started = False
         self._in_flight_lock = threading.Lock()
         self.in_flight = 0
-        registry = self.metrics.registry
-        self.leader_gauge = registry.gauge(
-            "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
-            ["name"],
-        )
-        self.runs_total = registry.counter(
-            "glance_operator_playbook_runs_total",
-            "ansible-runner runs of a reconcile playbook, per controller and run status.",
-            ["controller", "status"],
-        )
+        self.leader_gauge = self.metrics.leader
+        self.runs_total = self.metrics.playbook_runs
         envvars = run_environment(
             self.environ, settings.kubeconfig, checkout_ansible_cfg(settings.watches_file)
         )
@@ -126,13 +116,14 @@ class Manager:
         self.slots = threading.Semaphore(settings.max_concurrent_reconciles)
         self.db_jobs = DbJobCounter(self.metrics)
         self.upgrade_phases = UpgradePhaseTimer(self.metrics)
+        self.glance_conditions = GlanceConditions(self.metrics)
         for watch in watches:
             name = ctl.controller_name(watch)
             clock = MonotonicClock()
             queue = WorkQueue(
                 clock=clock,
                 rate_limiter=default_rate_limiter(clock, cap=settings.max_backoff),
-                observer=self.metrics.start_controller(name),
+                observer=self.metrics.start_controller(name, clock.now),
             )
             reconciler = Reconciler(
                 watch,
@@ -234,7 +225,7 @@ class Manager:
         if settings.metrics_bind_address is not None:
             server = EndpointServer(
                 settings.metrics_bind_address,
-                {"/metrics": lambda: (200, CONTENT_TYPE, self.metrics.exposition().encode())},
+                {"/metrics": lambda headers: (200, *self.metrics.page(headers.get("Accept", "")))},
                 "metrics",
             ).start()
             self.servers.append(server)
@@ -257,14 +248,15 @@ class Manager:
 
     def _start_election(self) -> None:
         namespace = self.settings.leader_election_namespace or self.client.namespace or "default"
-        self.leader_gauge.set(0, name=self.settings.leader_election_id)
+        leader = self.leader_gauge.labels(name=self.settings.leader_election_id)
+        leader.set(0)
 
         def won() -> None:
-            self.leader_gauge.set(1, name=self.settings.leader_election_id)
+            leader.set(1)
             self.leading.set()
 
         def lost() -> None:
-            self.leader_gauge.set(0, name=self.settings.leader_election_id)
+            leader.set(0)
             self.lost.set()
             self.stop(abandon=True)
 
@@ -387,11 +379,14 @@ class Manager:
         return handle
 
     def _glance_handler(self, watch: Watch, informer: Informer):
-        """The Glance informer's handler: time upgrade phases, then the usual."""
+        """The Glance informer's handler: time upgrade phases, show the conditions, then the
+        usual."""
         primary = self._primary_handler(watch)
 
         def handle(event: str, new: dict | None, old: dict | None) -> None:
-            self.upgrade_phases.seen(event, new, old, listed=not informer.synced.is_set())
+            listed = not informer.synced.is_set()
+            self.upgrade_phases.seen(event, new, old, listed=listed)
+            self.glance_conditions.seen(event, new, old, listed=listed)
             primary(event, new, old)
 
         return handle
@@ -484,7 +479,7 @@ class Manager:
             informer.stop()
         if self.elector is not None:
             self.elector.stop(release=not self.lost.is_set())
-            self.leader_gauge.set(0, name=self.settings.leader_election_id)
+            self.leader_gauge.labels(name=self.settings.leader_election_id).set(0)
         if self.webhook is not None:
             self.webhook.stop()
         for server in self.servers:
@@ -512,7 +507,7 @@ class _SlotExecutor:
         self.counter = counter
         self.controller = controller
         self.step_metrics = step_metrics
-        counter.initialize(controller=controller, status="successful")
+        counter.labels(controller=controller, status="successful")
 
     def run(
         self, watch: Watch, key: ObjectKey, obj: Mapping[str, Any], cancel: threading.Event
@@ -530,7 +525,7 @@ class _SlotExecutor:
             run = self.executor.run(watch, key, obj, cancel)
         finally:
             self.slots.release()
-        self.counter.inc(controller=self.controller, status=run.status)
+        self.counter.labels(controller=self.controller, status=run.status).inc()
         if self.step_metrics is not None and not run.cancelled:
             observe_pass(self.step_metrics, run.events)
         return run

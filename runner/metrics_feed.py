@@ -32,7 +32,15 @@ watch shows it to the moment it shows the next one: one observation of
 on (Expanding → Migrating → RollingUpdate → Contracting → done). A phase already under
 way when the runner first sees the Glance (its informer's first list, a new leader) has
 no known start and is not observed; neither is a phase ended by an abort. The time is
-the runner's monotonic clock, so RollingUpdate, which runs no Job, is timed as well.
+the runner's monotonic clock, so RollingUpdate, which runs no Job, is timed as well. The
+same events set ``glance_operator_upgrade_phase{phase}`` to 1 for the phase under way.
+
+**What the watches show now** (gauges: state, so the informers' first lists feed them
+too). :class:`DbJobCounter` also keeps, per Glance and database Job component, how many
+Jobs have not finished (``glance_operator_db_jobs_active``) and whether the newest
+finished one failed (``glance_operator_db_job_failed``). :class:`GlanceConditions` reads
+the Glances' ``status.conditions``: ``glance_operator_glance_ready`` (1 when Ready is
+True) and ``glance_operator_glance_condition{type,status}``.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.content_address import
     db_purge_cronjob_name,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.upgrade import CONTRACTING, NEXT_PHASE
-from runner.metrics import RunnerMetrics
+from runner.metrics import CONDITION_STATUSES, RunnerMetrics
 
 GATHER, PLAN, RENDER, DECIDE, APPLY, REPORT = STEPS = (
     "gather",
@@ -178,11 +186,11 @@ def observe_pass(metrics: RunnerMetrics, events: Iterable[Mapping[str, Any]]) ->
     """One duration observation per step that ran, one error per step that failed."""
     steps = pass_steps(events)
     for run in steps:
-        metrics.reconcile_duration.observe(run.seconds, sub_reconciler=run.step)
+        metrics.reconcile_duration.labels(sub_reconciler=run.step).observe(run.seconds)
         if run.failed:
-            metrics.reconcile_errors.inc(
+            metrics.reconcile_errors.labels(
                 sub_reconciler=run.step, condition_type=STEP_CONDITIONS[run.step]
-            )
+            ).inc()
     return steps
 
 
@@ -247,19 +255,51 @@ def job_owner(entry: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+DB_COMPONENTS = ("db-sync", "db-expand", "db-migrate", "db-contract", "db-purge")
+"""The ``component`` label of the database Job gauges: the Job's
+``app.kubernetes.io/component`` (``{name}-db-sync`` and the upgrade phase Jobs carry their
+suffix), ``db-sync`` for another Glance-owned Job, ``db-purge`` for a db-purge run."""
+
+
+def job_component(entry: Mapping[str, Any], which: str) -> str:
+    """The ``component`` of a database Job entry that :func:`job_owner` placed (``which``)."""
+    if which == PURGE:
+        return "db-purge"
+    labels = (entry.get("job") or {}).get("labels") or {}
+    component = str(labels.get(COMPONENT_LABEL) or "")
+    return component if component in DB_COMPONENTS[:-1] else "db-sync"
+
+
+@dataclass(frozen=True)
+class _JobState:
+    glance: str
+    namespace: str
+    component: str
+    result: str | None  # SUCCEEDED, FAILED; None while it runs
+    ended: datetime | None  # when it ended (else when it was created), to find the newest
+
+
 class DbJobCounter:
-    """Counts each db-sync and db-purge Job once when it is seen terminal.
+    """Counts each db-sync and db-purge Job once when it is seen terminal, and keeps the
+    gauges of the database Jobs that exist.
 
     ``seen(event, new, old, listed)`` takes the dependent informer's Job events. A Job
     already terminal in an informer's first list (``listed``) is remembered, not counted:
     a previous leader counted it (a Job that ended while no runner watched is lost, where
     the reference persists the UID on the Job). A deleted Job's UID is forgotten, so the
     set holds only Jobs that exist.
+
+    The gauges are state, not events, so the first list feeds them too: per Glance and
+    :func:`job_component`, ``glance_operator_db_jobs_active`` counts the Jobs that have not
+    finished, and ``glance_operator_db_job_failed`` is the result of the newest finished
+    one (by its end time) among those that still exist. A (Glance, component) without a
+    Job has no series.
     """
 
     def __init__(self, metrics: RunnerMetrics) -> None:
         self.metrics = metrics
         self.counted: set[str] = set()
+        self.jobs: dict[str, _JobState] = {}
         self._lock = threading.Lock()
 
     def seen(
@@ -279,30 +319,65 @@ class DbJobCounter:
         if new is None:
             with self._lock:
                 self.counted.discard(uid)
+                self._track(uid, None)
             return False
         facts = new.get("job") or {}
         terminal = facts.get("terminal")
         owner = job_owner(new)
-        if terminal is None or owner is None:
+        if owner is None:
+            with self._lock:
+                self._track(uid, None)
             return False
+        which, glance = owner
+        namespace = str((new.get("metadata") or {}).get("namespace") or "")
+        result = terminal["result"] if terminal else None
+        ended = (_time(terminal.get("time")) or _time(facts.get("created"))) if terminal else None
+        state = _JobState(glance, namespace, job_component(new, which), result, ended)
         with self._lock:
-            if uid in self.counted:
+            self._track(uid, state)
+            if terminal is None or uid in self.counted:
                 return False
             self.counted.add(uid)
         if listed:
             return False
-        which, glance = owner
-        namespace = str((new.get("metadata") or {}).get("namespace") or "")
         total, duration = (
             (self.metrics.db_sync_total, self.metrics.db_sync_duration)
             if which == SYNC
             else (self.metrics.db_purge_total, self.metrics.db_purge_duration)
         )
-        total.inc(glance=glance, namespace=namespace, result=terminal["result"])
+        total.labels(glance=glance, namespace=namespace, result=terminal["result"]).inc()
         seconds = _seconds_between(facts.get("created"), terminal.get("time"))
         if seconds is not None:
-            duration.observe(seconds, glance=glance, namespace=namespace)
+            duration.labels(glance=glance, namespace=namespace).observe(seconds)
         return True
+
+    def _track(self, uid: str, state: _JobState | None) -> None:
+        """Record (or, with None, drop) one Job and set its gauges again; lock held."""
+        before = self.jobs.pop(uid, None)
+        if state is not None:
+            self.jobs[uid] = state
+        for changed in {before, state} - {None}:
+            self._set_gauges(changed.glance, changed.namespace, changed.component)
+
+    def _set_gauges(self, glance: str, namespace: str, component: str) -> None:
+        jobs = [
+            job
+            for job in self.jobs.values()
+            if (job.glance, job.namespace, job.component) == (glance, namespace, component)
+        ]
+        labels = (glance, namespace, component)
+        if not jobs:
+            self.metrics.db_jobs_active.remove(*labels)
+            self.metrics.db_job_failed.remove(*labels)
+            return
+        active = sum(1 for job in jobs if job.result is None)
+        self.metrics.db_jobs_active.labels(*labels).set(active)
+        finished = [job for job in jobs if job.result is not None]
+        if not finished:
+            self.metrics.db_job_failed.remove(*labels)
+            return
+        newest = max(finished, key=lambda job: job.ended.timestamp() if job.ended else 0.0)
+        self.metrics.db_job_failed.labels(*labels).set(1 if newest.result == FAILED else 0)
 
 
 def _seconds_between(start: Any, end: Any) -> float | None:
@@ -357,10 +432,12 @@ class UpgradePhaseTimer:
         meta = entry.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         now = self.clock()
+        gauge = self.metrics.upgrade_phase
         with self._lock:
             before = self.current.get(key)
             if new is None:
                 self.current.pop(key, None)
+                gauge.remove_by_labels({"glance": key[1], "namespace": key[0]})
                 return None
             phase, target, installed = _upgrade_fields(new)
             if before is not None and before.phase == phase:
@@ -369,6 +446,10 @@ class UpgradePhaseTimer:
             # unknown, so it is not timed.
             since = now if before is not None and not listed else None
             self.current[key] = _Phase(phase, target, since)
+            if before is not None and before.phase:
+                gauge.remove(key[1], key[0], before.phase)
+            if phase:
+                gauge.labels(glance=key[1], namespace=key[0], phase=phase).set(1)
         if before is None or not before.phase or before.since is None:
             return None
         moved_on = NEXT_PHASE.get(before.phase) == phase or (
@@ -376,7 +457,68 @@ class UpgradePhaseTimer:
         )
         if not moved_on:
             return None
-        self.metrics.upgrade_phase_duration.observe(
-            max(0.0, now - before.since), glance=key[1], namespace=key[0], phase=before.phase
-        )
+        self.metrics.upgrade_phase_duration.labels(
+            glance=key[1], namespace=key[0], phase=before.phase
+        ).observe(max(0.0, now - before.since))
         return before.phase
+
+
+# -- Glance conditions -------------------------------------------------------------------------
+
+READY = "Ready"
+
+
+def condition_statuses(obj: Mapping[str, Any]) -> dict[str, str]:
+    """``type`` → ``True``/``False``/``Unknown`` of a Glance's ``status.conditions`` (a
+    status that is none of the three counts as ``Unknown``)."""
+    found: dict[str, str] = {}
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if not isinstance(condition, Mapping) or not condition.get("type"):
+            continue
+        status = str(condition.get("status") or "")
+        found[str(condition["type"])] = status if status in CONDITION_STATUSES else "Unknown"
+    return found
+
+
+class GlanceConditions:
+    """Feeds ``glance_operator_glance_ready`` and ``glance_operator_glance_condition``
+    from the Glances the primary informer shows (whole objects, every event, the first
+    list included: these are state). A deleted Glance's series go; so do those of a
+    condition type the Glance no longer has."""
+
+    def __init__(self, metrics: RunnerMetrics) -> None:
+        self.metrics = metrics
+        self.types: dict[tuple[str, str], set[str]] = {}
+        self._lock = threading.Lock()
+
+    def seen(
+        self,
+        event: str,
+        new: Mapping[str, Any] | None,
+        old: Mapping[str, Any] | None,
+        listed: bool = False,
+    ) -> None:
+        entry = new if new is not None else old
+        if not entry or entry.get("kind") != "Glance":
+            return
+        meta = entry.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        ready, condition = self.metrics.glance_ready, self.metrics.glance_condition
+        with self._lock:
+            if new is None:
+                self.types.pop((namespace, name), None)
+                ready.remove(name, namespace)
+                condition.remove_by_labels({"glance": name, "namespace": namespace})
+                return
+            statuses = condition_statuses(new)
+            ready.labels(glance=name, namespace=namespace).set(
+                1 if statuses.get(READY) == "True" else 0
+            )
+            for gone in self.types.get((namespace, name), set()) - set(statuses):
+                condition.remove_by_labels({"glance": name, "namespace": namespace, "type": gone})
+            for type_, status in statuses.items():
+                for value in CONDITION_STATUSES:
+                    condition.labels(
+                        glance=name, namespace=namespace, type=type_, status=value
+                    ).set(1 if value == status else 0)
+            self.types[(namespace, name)] = set(statuses)

@@ -1,7 +1,8 @@
 """Plain-HTTP endpoints: ``/healthz`` and ``/readyz`` on the health probe address,
 ``/metrics`` on the metrics address (controller-runtime's two listeners).
 
-Each route is a function returning ``(status code, content type, body)``; GET and HEAD are
+Each route is a function of the request's headers returning ``(status code, content type,
+body)`` (``/metrics`` reads ``Accept`` to choose the exposition format); GET and HEAD are
 answered, anything else is 405. Requests are not logged (probes come every few seconds).
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from runner.settings import BindAddress
 
-Route = Callable[[], tuple[int, str, bytes]]
+Route = Callable[[Mapping[str, str]], tuple[int, str, bytes]]
 
 TEXT = "text/plain; charset=utf-8"
 
@@ -23,7 +24,7 @@ TEXT = "text/plain; charset=utf-8"
 def check(ok: Callable[[], bool], name: str) -> Route:
     """A probe: 200 ``ok`` when ``ok()``, else 503 naming the failed check."""
 
-    def route() -> tuple[int, str, bytes]:
+    def route(headers: Mapping[str, str]) -> tuple[int, str, bytes]:
         if ok():
             return 200, TEXT, b"ok"
         return 503, TEXT, f"[-]{name} failed: not ready\n".encode()
@@ -59,7 +60,7 @@ class EndpointServer:
                     code, content_type, payload = 404, TEXT, b"404 page not found\n"
                 else:
                     try:
-                        code, content_type, payload = route()
+                        code, content_type, payload = route(self.headers)
                     except Exception as error:  # a broken check must not kill the server
                         code, content_type, payload = 500, TEXT, f"{error}\n".encode()
                 self.send_response(code)

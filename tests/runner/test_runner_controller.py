@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import prometheus_client
 import pytest
 
 from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import ApiError
@@ -612,7 +613,7 @@ def test_events_reach_the_right_queues(tmp_path):
 
 def test_the_glance_handler_times_upgrade_phases_and_still_enqueues(tmp_path):
     m = manager(tmp_path)
-    clock = iter([0.0, 100.0, 160.0])
+    clock = iter([0.0, 100.0, 160.0, 200.0])
     m.upgrade_phases.clock = lambda: next(clock)
 
     class Synced:
@@ -631,11 +632,20 @@ def test_the_glance_handler_times_upgrade_phases_and_still_enqueues(tmp_path):
     handle(ctl.MODIFIED, expanding, before)
     assert drain(m, "Glance") == [KEY]  # the spec change still enqueues
     handle(ctl.MODIFIED, migrating, expanding)
-    series = m.metrics.upgrade_phase_duration.samples()
-    assert any(
-        name.endswith("_sum") and dict(labels).get("phase") == "Expanding" and value == 60
-        for name, labels, value in series
-    ), series
+    phase_sum = m.metrics.registry.get_sample_value(
+        "glance_operator_upgrade_phase_duration_seconds_sum",
+        {"glance": KEY.name, "namespace": KEY.namespace, "phase": "Expanding"},
+    )
+    assert phase_sum == 60
+    # The same events show the Glance's conditions (none yet: not Ready).
+    ready = {"glance": KEY.name, "namespace": KEY.namespace}
+    assert m.metrics.registry.get_sample_value("glance_operator_glance_ready", ready) == 0
+    ready_now = glance(resourceVersion="14", generation=2)
+    ready_now["status"] = dict(
+        migrating["status"], conditions=[{"type": "Ready", "status": "True"}]
+    )
+    handle(ctl.MODIFIED, ready_now, migrating)
+    assert m.metrics.registry.get_sample_value("glance_operator_glance_ready", ready) == 1
 
 
 def test_a_standby_is_ready_and_a_leader_only_once_synced(tmp_path):
@@ -665,7 +675,12 @@ def test_the_passes_of_all_kinds_share_the_process_wide_slots(tmp_path):
                 running.remove(key)
             return StubRun(self.outcome)
 
-    counter = m.metrics.registry.counter("test_runs_total", "runs", ["controller", "status"])
+    counter = prometheus_client.Counter(
+        "test_runs_total",
+        "runs",
+        ["controller", "status"],
+        registry=prometheus_client.CollectorRegistry(),
+    )
     glances = _SlotExecutor(Slow(), m.slots, counter, "glance")
     backends = _SlotExecutor(Slow(), m.slots, counter, "glancebackend")
     threads = [

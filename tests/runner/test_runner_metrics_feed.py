@@ -35,6 +35,7 @@ from runner.metrics_feed import (
     STEPS,
     UNSTEPPED_TASKS,
     DbJobCounter,
+    GlanceConditions,
     UpgradePhaseTimer,
     observe_pass,
     pass_steps,
@@ -429,4 +430,105 @@ def test_a_glance_s_phase_series_go_with_its_other_series():
     timer = UpgradePhaseTimer(metrics, clock)
     timer.seen(ADDED, glance_at(), None, listed=True)
     walk(timer, clock, [(1, glance_at("Expanding")), (2, glance_at("Migrating"))])
-    assert metrics.forget_glance("glance", "openstack") == 1
+    page = Page(metrics.exposition())
+    assert len(page.series(f"{PHASE_DURATION}_count")) == 1
+    assert page.series("glance_operator_upgrade_phase") == [
+        {"glance": "glance", "namespace": "openstack", "phase": "Migrating"}
+    ]
+    metrics.forget_glance("glance", "openstack")
+    page = Page(metrics.exposition())
+    assert page.series(f"{PHASE_DURATION}_count") == []
+    assert page.series("glance_operator_upgrade_phase") == []
+
+
+# -- the gauges of what the watches show --------------------------------------------------------
+
+ACTIVE = "glance_operator_db_jobs_active"
+FAILED_GAUGE = "glance_operator_db_job_failed"
+
+
+def gauges(metrics: RunnerMetrics, name: str) -> dict[str, float]:
+    """``component`` → value of one database Job gauge of the Glance ``openstack/glance``."""
+    page = Page(metrics.exposition())
+    return {
+        labels["component"]: page.value(name, **labels)
+        for labels in page.series(name)
+        if labels["glance"] == "glance" and labels["namespace"] == "openstack"
+    }
+
+
+def component(name: str) -> dict:
+    return {
+        "app.kubernetes.io/instance": "glance",
+        "app.kubernetes.io/component": name,
+    }
+
+
+def test_running_database_jobs_are_counted_per_component_and_go_when_they_end():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    sync = job(state=None, labels=component("db-sync"))
+    expand = job("glance-db-expand", "u2", state=None, labels=component("db-expand"))
+    purge = job("glance-db-purge-1", "u3", state=None, owner=PURGE_OWNER)
+    for entry in (sync, expand, purge):
+        counter.seen(ADDED, entry, None)
+    assert gauges(metrics, ACTIVE) == {"db-sync": 1, "db-expand": 1, "db-purge": 1}
+    assert gauges(metrics, FAILED_GAUGE) == {}  # none has finished
+    counter.seen(MODIFIED, job(labels=component("db-sync")), sync)
+    assert gauges(metrics, ACTIVE) == {"db-sync": 0, "db-expand": 1, "db-purge": 1}
+    assert gauges(metrics, FAILED_GAUGE) == {"db-sync": 0}
+    counter.seen(DELETED, None, expand)
+    assert "db-expand" not in gauges(metrics, ACTIVE)
+
+
+def test_the_failed_gauge_follows_the_newest_finished_job_that_still_exists():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    old = job("glance-db-purge-1", "u1", "Complete", PURGE_OWNER, ended="2026-11-30T05:00:42Z")
+    new = job("glance-db-purge-2", "u2", "Failed", PURGE_OWNER, ended="2026-12-01T05:00:42Z")
+    # In the informer's first list: not counted (a previous leader did), but shown.
+    counter.seen(ADDED, new, None, listed=True)
+    counter.seen(ADDED, old, None, listed=True)
+    assert gauges(metrics, FAILED_GAUGE) == {"db-purge": 1}
+    assert Page(metrics.exposition()).series(PURGE) == []
+    counter.seen(DELETED, None, new)  # the failed one is garbage-collected
+    assert gauges(metrics, FAILED_GAUGE) == {"db-purge": 0}
+    counter.seen(DELETED, None, old)
+    assert gauges(metrics, FAILED_GAUGE) == {} and gauges(metrics, ACTIVE) == {}
+
+
+def test_a_job_of_no_glance_feeds_no_gauge():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    other = job(owner=("apps/v1", "Deployment", "x"), labels={"app": "x"}, state="Failed")
+    counter.seen(ADDED, other, None)
+    assert gauges(metrics, ACTIVE) == {} and gauges(metrics, FAILED_GAUGE) == {}
+
+
+def glance_with(*conditions: tuple[str, str]) -> dict:
+    obj = glance()
+    obj["status"] = {"conditions": [{"type": t, "status": s} for t, s in conditions]}
+    return obj
+
+
+def test_the_glance_conditions_are_shown_as_gauges_and_go_with_the_glance():
+    metrics = RunnerMetrics()
+    shown = GlanceConditions(metrics)
+    shown.seen(ADDED, glance_with(), None, listed=True)  # no status yet: not Ready
+    page = Page(metrics.exposition())
+    assert page.value("glance_operator_glance_ready", **LABELS) == 0
+    assert page.series("glance_operator_glance_condition") == []
+    shown.seen(MODIFIED, glance_with(("Ready", "False"), ("DatabaseReady", "Maybe")), glance_with())
+    page = Page(metrics.exposition())
+    assert page.value("glance_operator_glance_ready", **LABELS) == 0
+    condition = "glance_operator_glance_condition"
+    assert page.value(condition, **LABELS, type="Ready", status="False") == 1
+    assert page.value(condition, **LABELS, type="Ready", status="True") == 0
+    assert page.value(condition, **LABELS, type="DatabaseReady", status="Unknown") == 1
+    shown.seen(MODIFIED, glance_with(("Ready", "True")), None)
+    page = Page(metrics.exposition())
+    assert page.value("glance_operator_glance_ready", **LABELS) == 1
+    assert {s["type"] for s in page.series(condition)} == {"Ready"}  # DatabaseReady went
+    shown.seen(DELETED, None, glance_with(("Ready", "True")))
+    page = Page(metrics.exposition())
+    assert page.series("glance_operator_glance_ready") == page.series(condition) == []

@@ -120,6 +120,18 @@ def test_the_minimal_sample_converges(api, runners):
     )
     assert runner.metric_total("glance_operator_db_sync_total", result="succeeded", **sync) == 1
     assert runner.metric_total("glance_operator_db_sync_duration_seconds_count", **sync) == 1
+    # What the watches show: the finished db-sync Job, the Glance's Ready condition.
+    job_failed = (
+        'glance_operator_db_job_failed{component="db-sync",glance="glance",'
+        f'namespace="{api.namespace}"}} 0.0'
+    )
+    assert job_failed in runner.http_get("metrics", "/metrics")[1].splitlines()
+    assert runner.metric_total("glance_operator_db_jobs_active", **sync) == 0
+    ready = 1.0 if condition(api, "Glance", "glance", "Ready")[0] == "True" else 0.0
+    wait_until(
+        lambda: runner.metric_total("glance_operator_glance_ready", **sync) == ready,
+        what=f"glance_operator_glance_ready to be {ready}",
+    )
     step_count = "glance_operator_reconcile_duration_seconds_count"
     assert runner.metric_total(step_count, sub_reconciler="gather") > 0
     assert runner.metric_total(step_count, sub_reconciler="apply") > 0

@@ -34,15 +34,26 @@ class Recorder:
         self.adds = 0
         self.retries = 0
         self.depths: list[int] = []
+        self.calls: list[tuple[str, object]] = []  # added, handed_out, finished, dropped
 
-    def added(self) -> None:
+    def added(self, key) -> None:
         self.adds += 1
+        self.calls.append(("added", key))
 
     def retried(self) -> None:
         self.retries += 1
 
     def depth(self, waiting: int) -> None:
         self.depths.append(waiting)
+
+    def handed_out(self, key) -> None:
+        self.calls.append(("handed_out", key))
+
+    def finished(self, key) -> None:
+        self.calls.append(("finished", key))
+
+    def dropped(self) -> None:
+        self.calls.append(("dropped", None))
 
 
 class Background:
@@ -393,3 +404,27 @@ def test_the_observer_sees_adds_retries_and_depth(clock):
     assert (recorder.adds, recorder.depths) == (3, [1, 2, 3])
     assert ready(queue) == [GLANCE, OTHER, BACKEND]
     assert recorder.depths[-3:] == [2, 1, 0]
+
+
+def test_the_observer_sees_each_key_enter_go_out_and_finish_in_order(clock):
+    recorder = Recorder()
+    queue = WorkQueue(clock, rate_limiter=ItemExponentialBackoff(), observer=recorder)
+    queue.add(GLANCE)
+    key = queue.get()
+    queue.add(GLANCE)  # while in process: an add, handed out after done
+    queue.done(key)
+    queue.done(OTHER)  # never handed out: nothing finished
+    again = queue.get()
+    queue.done(again)
+    queue.add(OTHER)
+    queue.shut_down()
+    assert recorder.calls == [
+        ("added", GLANCE),
+        ("handed_out", GLANCE),
+        ("added", GLANCE),
+        ("finished", GLANCE),
+        ("handed_out", GLANCE),
+        ("finished", GLANCE),
+        ("added", OTHER),
+        ("dropped", None),
+    ]
