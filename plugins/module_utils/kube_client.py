@@ -64,6 +64,7 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 USER_AGENT = "c5c3-glance"
+POOL_SIZE = 64
 AUTH_PROVIDERS = ("gcp", "oidc")
 """The ``auth-provider`` names ``kubernetes.config`` implements; any other it would ignore
 and send requests without credentials."""
@@ -382,6 +383,11 @@ class KubeClient:
             # insecure-skip-tls-verify is the kubeconfig's explicit choice: urllib3 would
             # warn on every request, into every module's output.
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        # The runner holds a watch connection per informer besides its workers' requests;
+        # the library's default pool (5 per CPU) would discard connections and warn.
+        configuration.connection_pool_maxsize = max(
+            configuration.connection_pool_maxsize or 0, POOL_SIZE
+        )
         self._api = ApiClient(configuration=configuration)
         self._api.user_agent = USER_AGENT
         self._resources: dict[tuple[str, str], tuple[str, bool]] = dict(KNOWN_RESOURCES)
