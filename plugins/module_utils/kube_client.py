@@ -28,8 +28,9 @@ Credentials: whatever ``kubernetes.config`` supports — client certificates (fi
 ``-data``), a bearer ``token`` or ``tokenFile``, basic auth (ansible-operator's proxy
 encodes the owner in the user name), ``exec`` credential plugins
 (``client.authentication.k8s.io`` ExecCredential, run again when the token expires), the
-``gcp`` and ``oidc`` auth providers; ``insecure-skip-tls-verify``, ``tls-server-name`` and
-``proxy-url`` (an HTTP CONNECT or SOCKS proxy) are honoured. What stays here: choosing the
+``oidc`` auth provider; ``insecure-skip-tls-verify``, ``tls-server-name`` and ``proxy-url``
+(an HTTP proxy, through a CONNECT tunnel; SOCKS needs PySocks, which is not installed, and
+is refused with a message) are honoured. What stays here: choosing the
 files and the error messages that name the file, the variable and the field; the
 ``current-context`` of the first file (the library takes the last one's); re-reading a
 kubeconfig ``tokenFile`` when it changes (the library reads it once); refusing an
@@ -38,6 +39,7 @@ auth-provider the library would silently ignore.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -65,9 +67,10 @@ JSON_PATCH = "application/json-patch+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 USER_AGENT = "c5c3-glance"
 POOL_SIZE = 64
-AUTH_PROVIDERS = ("gcp", "oidc")
-"""The ``auth-provider`` names ``kubernetes.config`` implements; any other it would ignore
-and send requests without credentials."""
+AUTH_PROVIDERS = ("oidc",)
+"""The ``auth-provider`` names ``kubernetes.config`` implements with what is installed; any
+other it would ignore and send requests without credentials (``gcp`` needs ``google-auth``,
+which is not installed; kubectl dropped it for the ``gke-gcloud-auth-plugin`` exec plugin)."""
 
 # The resources this collection reads and writes: (apiVersion, kind) -> (plural, namespaced).
 # Any other kind is looked up once through discovery.
@@ -271,6 +274,12 @@ def load_kubeconfig(files: Sequence[Path], context: str | None = None) -> Connec
         reason = errors[-1] if errors else "it gave neither a token nor a client certificate"
         command = (user.get("exec") or {}).get("command")
         raise KubeConfigError(f"user {user_name!r}: exec plugin {command}: {reason}")
+    proxy = str((cluster.get("cluster") or {}).get("proxy-url") or "")
+    if proxy.lower().startswith("socks") and importlib.util.find_spec("socks") is None:
+        raise KubeConfigError(
+            f"cluster {cluster_name!r}: proxy-url {proxy} is a SOCKS proxy, which needs the "
+            "PySocks package; it is not installed"
+        )
     if user.get("tokenFile") and not user.get("token"):
         defined_in = next(
             (

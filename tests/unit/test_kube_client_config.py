@@ -134,6 +134,14 @@ def test_file_references_are_relative_to_the_kubeconfig(tmp_path):
             {"users": [{"name": "u", "user": {"auth-provider": {"name": "azure"}}}]},
             "auth-provider 'azure' is not supported by the kubernetes client",
         ),
+        (
+            {
+                "clusters": [
+                    {"name": "k", "cluster": {"server": "https://x", "proxy-url": "socks5://p:1"}}
+                ]
+            },
+            "SOCKS proxy, which needs the PySocks package",
+        ),
         ({"clusters": [{"name": "k", "cluster": {}}]}, "has no server"),
     ],
 )
