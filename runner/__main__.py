@@ -2,10 +2,9 @@
 resources it lists with their playbooks, serves the admission webhook, ``/healthz``,
 ``/readyz`` and ``/metrics``, until SIGTERM or SIGINT. See ``docs/runner.md``.
 
-The cluster client is the collection's own ``KubeClient`` (standard library only), not the
-``kubernetes`` package ansible-operator's image ships: the modules and the webhook already
-talk to the API server through it (one client, one set of credential rules), and the
-runner needs only list, watch, get, patch, create and update.
+The cluster client is the collection's ``KubeClient`` (over the ``kubernetes`` package):
+the modules and the webhook talk to the API server through it too (one client, one set of
+credential rules), and the runner needs only list, watch, get, patch, create and update.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """List and watch one kind (in one namespace or all), keep the objects, report each change.
 
-client-go's reflector and informer, for threads, on the collection's ``KubeClient``:
+client-go's reflector and informer, for threads, on the collection's ``KubeClient``
+(``kubernetes.informer.SharedInformer`` gives no old object to a handler, reports every
+object as changed on a relist, has no transform, backoff or synced signal: docs/runner.md,
+"Why the informer and the Lease are not the library's"):
 
 * **list, then watch** from the list's ``resourceVersion``; every event moves the kept
   ``resourceVersion`` on (``BOOKMARK`` events too), so a watch that ends (the server's

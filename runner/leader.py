@@ -1,5 +1,9 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's semantics.
 
+Not ``kubernetes.leaderelection``: it cannot be stopped, never releases the Lease, and its
+``LeaseLock`` uses the library's global client (docs/runner.md, "Why the informer and the
+Lease are not the library's").
+
 * **Identity**: the host name, ``_``, and a random UUID (controller-runtime's), so two
   processes on one host never share it.
 * **Acquire**: every ``retry_period`` (jittered by up to 1.2 times more, client-go's

@@ -1,12 +1,15 @@
 # Copyright: C5C3 Glance operator authors
 # Apache License 2.0 (see LICENSE)
-"""A small Kubernetes REST client: the gather, apply and report modules, the runner and the
-admission webhook talk to the API server through it.
+"""The Kubernetes API client of the collection: the gather, apply and report modules, the
+runner and the admission webhook talk to the API server through it.
 
-Standard library only (``http.client``, ``ssl``, ``json``), so a module process starts in
-milliseconds and the collection needs no Kubernetes SDK. One keep-alive connection per
-thread; every call is one HTTP request; ``requests`` and ``writes`` count them, so a
-benchmark can say how many API calls a pass made.
+It is a thin layer over the ``kubernetes`` Python client: ``kubernetes.config`` reads the
+kubeconfig or the in-cluster service account into a private ``Configuration`` (never the
+library's global default), and every call is one ``ApiClient.call_api`` request (urllib3,
+a keep-alive pool shared by the threads). Objects stay plain dicts (no model classes, no
+``kubernetes.dynamic`` discovery: a pass reads only what it needs, and the kinds this
+collection uses are in ``KNOWN_RESOURCES``). ``requests`` and ``writes`` count the calls,
+so a benchmark can say how many API calls a pass made.
 
 Where the connection comes from (``load_connection``), in client-go's order:
 
@@ -19,35 +22,42 @@ Where the connection comes from (``load_connection``), in client-go's order:
    warns "Config not found" and goes on with no cluster), else ``~/.kube/config`` when it
    exists, else
 3. the in-cluster service account (``KUBERNETES_SERVICE_HOST`` and the mounted token, CA
-   and namespace).
+   and namespace; the library re-reads the rotating token every minute).
 
-Credentials a kubeconfig may carry: a bearer ``token`` or ``tokenFile`` (re-read when it
-changes: projected tokens rotate), a client certificate (files or ``-data``), basic auth
-(ansible-operator's proxy encodes the owner in the user name), and an ``exec`` plugin
-(``client.authentication.k8s.io`` ExecCredential; its token is reused until it expires).
-``insecure-skip-tls-verify`` and ``tls-server-name`` are honoured; ``proxy-url`` and
-``auth-provider`` are refused with a message rather than silently ignored.
+Credentials: whatever ``kubernetes.config`` supports — client certificates (files or
+``-data``), a bearer ``token`` or ``tokenFile``, basic auth (ansible-operator's proxy
+encodes the owner in the user name), ``exec`` credential plugins
+(``client.authentication.k8s.io`` ExecCredential, run again when the token expires), the
+``oidc`` auth provider; ``insecure-skip-tls-verify``, ``tls-server-name`` and ``proxy-url``
+(an HTTP proxy, through a CONNECT tunnel; SOCKS needs PySocks, which is not installed, and
+is refused with a message) are honoured. What stays here: choosing the
+files and the error messages that name the file, the variable and the field; the
+``current-context`` of the first file (the library takes the last one's); re-reading a
+kubeconfig ``tokenFile`` when it changes (the library reads it once); refusing an
+auth-provider the library would silently ignore.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime
-import http.client
+import importlib.util
 import json
+import logging
 import os
-import ssl
-import subprocess
-import tempfile
-import threading
-import time
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
+from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+from kubernetes.watch.watch import iter_resp_lines
 
 DEFAULT_TIMEOUT = 30.0
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -55,6 +65,12 @@ APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+USER_AGENT = "c5c3-glance"
+POOL_SIZE = 64
+AUTH_PROVIDERS = ("oidc",)
+"""The ``auth-provider`` names ``kubernetes.config`` implements with what is installed; any
+other it would ignore and send requests without credentials (``gcp`` needs ``google-auth``,
+which is not installed; kubectl dropped it for the ``gke-gcloud-auth-plugin`` exec plugin)."""
 
 # The resources this collection reads and writes: (apiVersion, kind) -> (plural, namespaced).
 # Any other kind is looked up once through discovery.
@@ -120,40 +136,31 @@ class ApiError(Exception):
 
 @dataclass
 class Connection:
-    """Where the API server is and how to prove who we are."""
+    """Where the API server is, which namespace the context names, and the library's
+    ``Configuration`` (credentials, TLS, proxy) for it."""
 
     server: str
     namespace: str = "default"
-    ca_data: bytes | None = None
-    insecure: bool = False
-    tls_server_name: str | None = None
-    client_cert_data: bytes | None = None
-    client_key_data: bytes | None = None
-    token: str | None = None
-    token_file: str | None = None
-    username: str | None = None
-    password: str | None = None
-    exec_config: Mapping[str, Any] | None = None
     source: str = ""
+    configuration: Configuration | None = None
+
+    def __post_init__(self) -> None:
+        if self.configuration is None:
+            self.configuration = _new_configuration()
+            self.configuration.host = self.server
 
     def describe(self) -> str:
         return f"{self.server} ({self.source})" if self.source else self.server
 
 
+def _new_configuration() -> Configuration:
+    """A private ``Configuration``: ``type.__call__`` as ``kubernetes.config`` does, so the
+    library's global default is neither read nor set."""
+    return type.__call__(Configuration)
+
+
 # ---------------------------------------------------------------------------------------
 # loading the connection
-
-
-def _read_bytes(value: str | None, data: str | None, base: Path) -> bytes | None:
-    """``<field>-data`` (base64) or the file ``<field>`` (relative to the kubeconfig)."""
-    if data:
-        return base64.b64decode(data)
-    if value:
-        path = Path(value).expanduser()
-        if not path.is_absolute():
-            path = base / path
-        return path.read_bytes()
-    return None
 
 
 def _kubeconfig_files(explicit: str | None, origin: str) -> list[Path]:
@@ -181,99 +188,161 @@ def _kubeconfig_files(explicit: str | None, origin: str) -> list[Path]:
     return [home] if home.is_file() else []
 
 
-def _merged_kubeconfig(files: Sequence[Path]) -> tuple[dict[str, Any], dict[str, Path]]:
-    """The merged kubeconfig, and for each named entry the directory of its file."""
-    merged: dict[str, Any] = {"clusters": {}, "users": {}, "contexts": {}}
-    bases: dict[str, Path] = {}
-    current = None
-    for path in files:
-        if not path.is_file():
-            raise KubeConfigError(f"kubeconfig {path} is not a file")
-        try:
-            doc = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise KubeConfigError(f"kubeconfig {path} is not YAML: {exc}") from exc
-        current = current or doc.get("current-context")
-        for section, inner in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
-            for entry in doc.get(section) or []:
-                name = entry.get("name")
-                if name and name not in merged[section]:
-                    merged[section][name] = entry.get(inner) or {}
-                    bases[f"{section}/{name}"] = path.parent
-    merged["current-context"] = current
-    return merged, bases
+def _named(entries: Any, name: str | None) -> dict[str, Any] | None:
+    """The entry called ``name`` of a merged ``clusters``/``users``/``contexts`` list."""
+    for entry in entries or []:
+        value = getattr(entry, "value", entry)
+        if isinstance(value, Mapping) and value.get("name") == name:
+            return dict(value)
+    return None
+
+
+@contextmanager
+def _library_errors() -> Iterator[list[str]]:
+    """What ``kubernetes.config`` logs instead of raising (a failing exec plugin is logged
+    and the client goes on without credentials): collected, for a clear error here."""
+    messages: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    handler = Collect(logging.ERROR)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        root.removeHandler(handler)
 
 
 def load_kubeconfig(files: Sequence[Path], context: str | None = None) -> Connection:
     """The connection a kubeconfig (merged from ``files``) describes for ``context``."""
-    merged, bases = _merged_kubeconfig(files)
-    name = context or merged.get("current-context")
     where = ", ".join(str(f) for f in files)
+    for path in files:
+        if not path.is_file():
+            raise KubeConfigError(f"kubeconfig {path} is not a file")
+    try:
+        merger = KubeConfigMerger(os.pathsep.join(str(f) for f in files))
+    except yaml.YAMLError as exc:
+        raise KubeConfigError(f"kubeconfig {where} is not YAML: {exc}") from exc
+    except ConfigException as exc:
+        raise KubeConfigError(f"kubeconfig {where}: {exc}") from exc
+    merged = merger.config
+    # kubectl (client-go's ClientConfigLoadingRules.Load) takes the current-context of the
+    # first file that sets one; the library's merger takes the last file's.
+    current = next(
+        (
+            doc.get("current-context")
+            for doc in merger.config_files.values()
+            if doc.get("current-context")
+        ),
+        None,
+    )
+    merged.value["current-context"] = current
+    name = context or current
     if not name:
         raise KubeConfigError(f"kubeconfig {where} names no current-context")
-    ctx = merged["contexts"].get(name)
+    ctx = _named(merged.value.get("contexts"), name)
     if ctx is None:
         raise KubeConfigError(f"kubeconfig {where} has no context {name!r}")
+    ctx = ctx.get("context") or {}
     cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
-    cluster = merged["clusters"].get(cluster_name)
+    cluster = _named(merged.value.get("clusters"), cluster_name)
     if cluster is None:
         raise KubeConfigError(f"context {name!r} names cluster {cluster_name!r}, which is absent")
-    user = merged["users"].get(user_name) or {}
-    if cluster.get("proxy-url"):
-        raise KubeConfigError(f"cluster {cluster_name!r}: proxy-url is not supported")
-    if user.get("auth-provider"):
+    server = str((cluster.get("cluster") or {}).get("server") or "").rstrip("/")
+    if not server:
+        raise KubeConfigError(f"cluster {cluster_name!r} has no server")
+    user = (_named(merged.value.get("users"), user_name) or {}).get("user") or {}
+    provider = (user.get("auth-provider") or {}).get("name")
+    if user.get("auth-provider") and provider not in AUTH_PROVIDERS:
         raise KubeConfigError(
-            f"user {user_name!r}: auth-provider plugins are not supported; use an exec plugin"
+            f"user {user_name!r}: auth-provider {provider!r} is not supported by the kubernetes "
+            f"client (it knows {', '.join(AUTH_PROVIDERS)}); use an exec plugin"
         )
-    cbase = bases.get(f"clusters/{cluster_name}", Path.cwd())
-    ubase = bases.get(f"users/{user_name}", Path.cwd())
+    configuration = _new_configuration()
     try:
-        conn = Connection(
-            server=str(cluster.get("server") or "").rstrip("/"),
-            namespace=ctx.get("namespace") or "default",
-            ca_data=_read_bytes(
-                cluster.get("certificate-authority"),
-                cluster.get("certificate-authority-data"),
-                cbase,
-            ),
-            insecure=bool(cluster.get("insecure-skip-tls-verify")),
-            tls_server_name=cluster.get("tls-server-name"),
-            client_cert_data=_read_bytes(
-                user.get("client-certificate"), user.get("client-certificate-data"), ubase
-            ),
-            client_key_data=_read_bytes(user.get("client-key"), user.get("client-key-data"), ubase),
-            token=user.get("token"),
-            token_file=user.get("tokenFile"),
-            username=user.get("username"),
-            password=user.get("password"),
-            exec_config=user.get("exec"),
-            source=f"kubeconfig {where}, context {name}",
-        )
+        loader = KubeConfigLoader(config_dict=merged, active_context=name, config_base_path=None)
+        with _library_errors() as errors:
+            loader.load_and_set(configuration)
+    except ConfigException as exc:
+        raise KubeConfigError(f"kubeconfig {where}: {exc}") from exc
     except OSError as exc:
         raise KubeConfigError(f"kubeconfig {where}: {exc}") from exc
-    if not conn.server:
-        raise KubeConfigError(f"cluster {cluster_name!r} has no server")
-    return conn
+    if user.get("exec") and not (configuration.api_key or configuration.cert_file):
+        reason = errors[-1] if errors else "it gave neither a token nor a client certificate"
+        command = (user.get("exec") or {}).get("command")
+        raise KubeConfigError(f"user {user_name!r}: exec plugin {command}: {reason}")
+    proxy = str((cluster.get("cluster") or {}).get("proxy-url") or "")
+    if proxy.lower().startswith("socks") and importlib.util.find_spec("socks") is None:
+        raise KubeConfigError(
+            f"cluster {cluster_name!r}: proxy-url {proxy} is a SOCKS proxy, which needs the "
+            "PySocks package; it is not installed"
+        )
+    if user.get("tokenFile") and not user.get("token"):
+        defined_in = next(
+            (
+                Path(entry.path)
+                for entry in merged.value.get("users") or []
+                if getattr(entry, "path", None) and entry.value.get("name") == user_name
+            ),
+            files[0],
+        )
+        _reread_token_file(configuration, Path(str(user["tokenFile"])), defined_in.parent)
+    return Connection(
+        server=server,
+        namespace=ctx.get("namespace") or "default",
+        source=f"kubeconfig {where}, context {name}",
+        configuration=configuration,
+    )
+
+
+def _reread_token_file(configuration: Configuration, token_file: Path, base: Path) -> None:
+    """client-go re-reads a kubeconfig ``tokenFile`` (projected tokens rotate); the library
+    reads it once. Read again whenever the file changed (its mtime), before each request."""
+    if not token_file.is_absolute():
+        token_file = base / token_file
+    seen: list[float] = []
+
+    def refresh(config: Configuration) -> None:
+        try:
+            mtime = token_file.stat().st_mtime
+        except OSError:
+            return  # mid-rotation: keep the token we have
+        if seen and seen[0] == mtime:
+            return
+        seen[:] = [mtime]
+        config.api_key["BearerToken"] = "Bearer " + token_file.read_text().strip()
+
+    configuration.refresh_api_key_hook = refresh
 
 
 def in_cluster_connection(directory: Path = SERVICE_ACCOUNT_DIR) -> Connection:
-    """The service account's connection, as a pod sees it."""
+    """The service account's connection, as a pod sees it (``kubernetes.config``'s
+    in-cluster loader, which re-reads the rotating token every minute)."""
     host = os.environ.get("KUBERNETES_SERVICE_HOST")
-    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT") or "443"
     if not host or not (directory / "token").is_file():
         raise KubeConfigError(
             "no kubeconfig (set KUBECONFIG or pass kubeconfig) and not running in a pod "
             "(no KUBERNETES_SERVICE_HOST and service account token)"
         )
-    if ":" in host:
-        host = f"[{host}]"
+    configuration = _new_configuration()
+    try:
+        InClusterConfigLoader(
+            token_filename=str(directory / "token"),
+            cert_filename=str(directory / "ca.crt"),
+            environ={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
+        ).load_and_set(configuration)
+    except ConfigException as exc:
+        raise KubeConfigError(f"in-cluster service account ({directory}): {exc}") from exc
     namespace_file = directory / "namespace"
     return Connection(
-        server=f"https://{host}:{port}",
+        server=configuration.host,
         namespace=namespace_file.read_text().strip() if namespace_file.is_file() else "default",
-        ca_data=(directory / "ca.crt").read_bytes(),
-        token_file=str(directory / "token"),
         source="in-cluster service account",
+        configuration=configuration,
     )
 
 
@@ -288,63 +357,6 @@ def load_connection(
     if files:
         return load_kubeconfig(files, context)
     return in_cluster_connection()
-
-
-# ---------------------------------------------------------------------------------------
-# credentials
-
-
-@dataclass
-class _ExecToken:
-    token: str | None = None
-    cert: bytes | None = None
-    key: bytes | None = None
-    expires: float | None = None
-
-
-def _exec_credential(config: Mapping[str, Any]) -> _ExecToken:
-    """Run a client-go credential plugin and read its ExecCredential."""
-    command = config.get("command")
-    if not command:
-        raise KubeConfigError("exec plugin without a command")
-    env = dict(os.environ)
-    for item in config.get("env") or []:
-        env[str(item.get("name"))] = str(item.get("value"))
-    request = {
-        "apiVersion": config.get("apiVersion", "client.authentication.k8s.io/v1"),
-        "kind": "ExecCredential",
-        "spec": {"interactive": False},
-    }
-    env["KUBERNETES_EXEC_INFO"] = json.dumps(request)
-    try:
-        done = subprocess.run(
-            [command, *(config.get("args") or [])],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise KubeConfigError(f"exec plugin {command}: {exc}") from exc
-    if done.returncode != 0:
-        raise KubeConfigError(
-            f"exec plugin {command} exited {done.returncode}: {done.stderr.strip()[:500]}"
-        )
-    try:
-        status = json.loads(done.stdout).get("status") or {}
-    except ValueError as exc:
-        raise KubeConfigError(f"exec plugin {command} printed no ExecCredential") from exc
-    expires = None
-    if status.get("expirationTimestamp"):
-        stamp = str(status["expirationTimestamp"]).replace("Z", "+00:00")
-        expires = datetime.datetime.fromisoformat(stamp).timestamp()
-    return _ExecToken(
-        token=status.get("token"),
-        cert=(status.get("clientCertificateData") or "").encode() or None,
-        key=(status.get("clientKeyData") or "").encode() or None,
-        expires=expires,
-    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -364,7 +376,8 @@ class Response:
 
 
 class KubeClient:
-    """Kubernetes REST calls over one keep-alive connection per thread."""
+    """Kubernetes REST calls through one ``kubernetes.client.ApiClient`` (a urllib3 pool of
+    keep-alive connections, safe to share between threads)."""
 
     def __init__(self, connection: Connection, timeout: float = DEFAULT_TIMEOUT):
         self.connection = connection
@@ -372,15 +385,20 @@ class KubeClient:
         url = urllib.parse.urlsplit(connection.server)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise KubeConfigError(f"server {connection.server!r} is not an http(s) URL")
-        self._scheme = url.scheme
-        self._host = url.hostname
-        self._port = url.port or (443 if url.scheme == "https" else 80)
+        self._origin = f"{url.scheme}://{url.netloc}"
         self._prefix = url.path.rstrip("/")
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._exec: _ExecToken | None = None
-        self._token_cache: tuple[float, str] | None = None
-        self._ssl = self._ssl_context() if url.scheme == "https" else None
+        configuration = connection.configuration
+        if not configuration.verify_ssl:
+            # insecure-skip-tls-verify is the kubeconfig's explicit choice: urllib3 would
+            # warn on every request, into every module's output.
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        # The runner holds a watch connection per informer besides its workers' requests;
+        # the library's default pool (5 per CPU) would discard connections and warn.
+        configuration.connection_pool_maxsize = max(
+            configuration.connection_pool_maxsize or 0, POOL_SIZE
+        )
+        self._api = ApiClient(configuration=configuration)
+        self._api.user_agent = USER_AGENT
         self._resources: dict[tuple[str, str], tuple[str, bool]] = dict(KNOWN_RESOURCES)
         self._served: dict[str, dict[str, Any] | None] = {}
         self.requests = 0
@@ -401,82 +419,15 @@ class KubeClient:
         """The namespace of the kubeconfig context (or of the pod)."""
         return self.connection.namespace
 
-    # -- TLS and credentials ----------------------------------------------------------
-    def _ssl_context(self) -> ssl.SSLContext:
-        conn = self.connection
-        if conn.insecure:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        elif conn.ca_data:
-            ctx = ssl.create_default_context(cadata=conn.ca_data.decode("ascii", "replace"))
-        else:
-            ctx = ssl.create_default_context()
-        cert, key = conn.client_cert_data, conn.client_key_data
-        if conn.exec_config and not (cert and key):
-            exec_token = self._exec_token()
-            cert, key = exec_token.cert, exec_token.key
-        if cert and key:
-            _load_client_cert(ctx, cert, key)
-        return ctx
-
-    def _exec_token(self) -> _ExecToken:
-        with self._lock:
-            current = self._exec
-            if current is None or (current.expires and current.expires - 30 < time.time()):
-                current = _exec_credential(self.connection.exec_config or {})
-                self._exec = current
-            return current
-
-    def _bearer(self) -> str | None:
-        conn = self.connection
-        if conn.token:
-            return conn.token
-        if conn.token_file:
-            path = Path(conn.token_file)
-            mtime = path.stat().st_mtime
-            with self._lock:
-                if self._token_cache is None or self._token_cache[0] != mtime:
-                    self._token_cache = (mtime, path.read_text().strip())
-                return self._token_cache[1]
-        if conn.exec_config:
-            return self._exec_token().token
-        return None
-
     def _auth_headers(self) -> dict[str, str]:
-        token = self._bearer()
-        if token:
-            return {"Authorization": f"Bearer {token}"}
-        conn = self.connection
-        if conn.username is not None:
-            pair = f"{conn.username}:{conn.password or ''}".encode()
-            return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
-        return {}
-
-    # -- transport --------------------------------------------------------------------
-    def _new_connection(self, timeout: float | None) -> http.client.HTTPConnection:
-        if self._scheme == "https":
-            return _TLSConnection(
-                self._host,
-                self._port,
-                timeout=timeout,
-                context=self._ssl,
-                server_name=self.connection.tls_server_name,
-            )
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-
-    def _connection(self) -> http.client.HTTPConnection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._new_connection(self.timeout)
-            self._local.conn = conn
-        return conn
+        """The ``Authorization`` header the configuration gives now (the library's refresh
+        hook runs first: an expired exec token, a rotated token file)."""
+        setting = self.connection.configuration.auth_settings().get("BearerToken") or {}
+        value = setting.get("value")
+        return {"Authorization": value} if value else {}
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._api.rest_client.close()
 
     def url_path(self, path: str, query: Mapping[str, Any] | None = None) -> str:
         full = self._prefix + path
@@ -490,6 +441,36 @@ class KubeClient:
             )
         return full
 
+    def _send(
+        self,
+        method: str,
+        url: str,
+        body: Any,
+        content_type: str,
+        timeout: float | tuple[float, float],
+    ) -> Any:
+        """One ``call_api``; the library's response with the body still unread. Transport
+        failures (refused, reset, TLS) become ``ConnectionError``, an ``OSError`` as the
+        callers expect of an API server that is away."""
+        headers = {"Accept": "application/json", **self._auth_headers()}
+        if body is not None:
+            headers["Content-Type"] = content_type
+            if isinstance(body, bytes | str):
+                # the library serialises JSON and structured-YAML bodies itself
+                body = json.loads(body)
+        try:
+            return self._api.call_api(
+                method,
+                self._origin + url,
+                header_params=headers,
+                body=body,
+                _request_timeout=timeout,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise ConnectionError(f"{method} {url}: {exc}") from exc
+        except ApiException as exc:  # status 0: the library's wrapping of a TLS error
+            raise ConnectionError(f"{method} {url}: {exc.reason}") from exc
+
     def raw(
         self,
         method: str,
@@ -500,45 +481,23 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: float | None = None,
     ) -> Response:
-        """One request; the answer whatever its status. Retries once on a stale connection."""
+        """One request; the answer whatever its status."""
         url = self.url_path(path, query)
-        headers = {"Accept": "application/json", **self._auth_headers()}
-        payload = None
-        if body is not None:
-            payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-            headers["Content-Type"] = content_type
         self.requests += 1
         if method in WRITE_METHODS:
             self.writes += 1
-        for attempt in (1, 2):
-            conn = self._connection()
-            if timeout is not None and conn.sock is not None:
-                conn.sock.settimeout(timeout)
-            elif timeout is not None:
-                conn.timeout = timeout
-            try:
-                conn.request(method, url, body=payload, headers=headers)
-                answer = conn.getresponse()
-                data = answer.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self.close()
-                if attempt == 2:
-                    raise
-                continue
-            except Exception:
-                self.close()
-                raise
-            finally:
-                if timeout is not None and conn.sock is not None:
-                    conn.sock.settimeout(self.timeout)
-            if answer.getheader("Connection", "").lower() == "close":
-                self.close()
-            return Response(
-                status=answer.status,
-                headers={k.lower(): v for k, v in answer.getheaders()},
-                body=data,
-            )
-        raise AssertionError("unreachable")
+        answer = self._send(method, url, body, content_type, timeout or self.timeout)
+        try:
+            data = answer.read()
+        except urllib3.exceptions.HTTPError as exc:
+            raise ConnectionError(f"{method} {url}: {exc}") from exc
+        finally:
+            answer.response.release_conn()
+        return Response(
+            status=answer.status,
+            headers={k.lower(): v for k, v in answer.headers.items()},
+            body=data or b"",
+        )
 
     def request(self, method: str, path: str, **options: Any) -> Any:
         """One request (``raw``'s options); the decoded JSON answer, or ``ApiError`` for a
@@ -546,11 +505,7 @@ class KubeClient:
         answer = self.raw(method, path, **options)
         if 200 <= answer.status < 300:
             return answer.json()
-        try:
-            status = answer.json()
-        except ValueError:
-            status = {"message": answer.body.decode("utf-8", "replace")[:500]}
-        raise ApiError(answer.status, status if isinstance(status, dict) else None, method, path)
+        raise ApiError(answer.status, _status_of(answer.body), method, path)
 
     # -- resource paths ---------------------------------------------------------------
     @staticmethod
@@ -744,10 +699,13 @@ class KubeClient:
         label_selector: str | None = None,
         timeout_seconds: int = 300,
     ) -> Iterator[dict[str, Any]]:
-        """Watch events (``{"type", "object"}``) until the server ends the stream.
+        """Watch events (``{"type", "object"}``, plain dicts) until the server ends the
+        stream.
 
-        A fresh connection of its own (a watch holds it open). An ``ERROR`` event is
-        yielded as it comes (410 Gone: relist and start again).
+        A connection of its own for as long as the stream is open; lines are split by the
+        library's ``iter_resp_lines``. An ``ERROR`` event is yielded as it comes (410 Gone:
+        relist and start again). ``kubernetes.watch.Watch`` is not used: it turns objects
+        into model classes and restarts the stream by itself, where the informer decides.
         """
         url = self.url_path(
             self.path(api_version, kind, namespace),
@@ -759,60 +717,26 @@ class KubeClient:
                 "timeoutSeconds": timeout_seconds,
             },
         )
-        conn = self._new_connection(timeout_seconds + 30)
         self.requests += 1
+        answer = self._send("GET", url, None, "", (self.timeout, timeout_seconds + 30))
+        stream = answer.response
         try:
-            conn.request("GET", url, headers={"Accept": "application/json", **self._auth_headers()})
-            answer = conn.getresponse()
             if answer.status != 200:
-                body = answer.read()
-                try:
-                    status = json.loads(body)
-                except ValueError:
-                    status = {"message": body.decode("utf-8", "replace")[:500]}
-                raise ApiError(answer.status, status, "GET", url)
-            while True:
-                line = answer.readline()
-                if not line:
-                    return
-                line = line.strip()
-                if line:
+                raise ApiError(answer.status, _status_of(answer.read()), "GET", url)
+            for line in iter_resp_lines(stream):
+                if line.strip():
                     yield json.loads(line)
-        except (TimeoutError, http.client.IncompleteRead):
+        except (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ProtocolError):
             return
         finally:
-            conn.close()
+            stream.close()
+            stream.release_conn()
 
 
-class _TLSConnection(http.client.HTTPSConnection):
-    """An HTTPS connection that may verify the certificate against another name than the
-    host it connects to (kubeconfig's ``tls-server-name``)."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        *,
-        timeout: float | None,
-        context: ssl.SSLContext | None,
-        server_name: str | None,
-    ) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._server_name = server_name
-
-    def connect(self) -> None:
-        http.client.HTTPConnection.connect(self)
-        self.sock = self._context.wrap_socket(
-            self.sock, server_hostname=self._server_name or self.host
-        )
-
-
-def _load_client_cert(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
-    """``load_cert_chain`` needs files: write them privately, load, remove."""
-    with tempfile.TemporaryDirectory(prefix="c5c3-kube-") as tmp:
-        cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-        for path, data in ((cert_path, cert), (key_path, key)):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-        ctx.load_cert_chain(str(cert_path), str(key_path))
+def _status_of(body: bytes | None) -> dict[str, Any] | None:
+    """The ``Status`` object of an error answer (or its text as the message)."""
+    try:
+        status = json.loads(body) if body else None
+    except ValueError:
+        return {"message": (body or b"").decode("utf-8", "replace")[:500]}
+    return status if isinstance(status, dict) else None

@@ -1,5 +1,9 @@
 """Where the client's connection comes from: kubeconfig files, their merge, credentials,
-the in-cluster service account, and the settings it refuses rather than ignores."""
+the in-cluster service account, and the settings it refuses rather than ignores.
+
+The kubeconfig is read by ``kubernetes.config`` into a private ``Configuration``; these tests
+check what lands in it (the library writes ``-data`` fields to files it names in
+``ssl_ca_cert``, ``cert_file`` and ``key_file``) and the errors that stay ours."""
 
 from __future__ import annotations
 
@@ -18,6 +22,10 @@ from ansible_collections.c5c3.glance.plugins.module_utils import kube_client as 
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
 
 
 def kubeconfig(
@@ -62,8 +70,9 @@ def test_an_explicit_kubeconfig_gives_server_namespace_and_token(tmp_path):
     conn = kc.load_connection(str(path))
     assert conn.server == "https://127.0.0.1:6443"
     assert conn.namespace == "openstack"
-    assert conn.ca_data == b"CA PEM"
-    assert conn.token == "t0k"
+    assert read(conn.configuration.ssl_ca_cert) == b"CA PEM"
+    assert conn.configuration.api_key == {"BearerToken": "Bearer t0k"}
+    assert conn.configuration.host == "https://127.0.0.1:6443"
     assert "context c" in conn.source
 
 
@@ -107,8 +116,12 @@ def test_file_references_are_relative_to_the_kubeconfig(tmp_path):
         cluster_extra={"certificate-authority": "certs/ca.crt"},
         user={"client-certificate": "certs/c.crt", "client-key": "certs/c.key"},
     )
-    conn = kc.load_connection(str(path))
-    assert (conn.ca_data, conn.client_cert_data, conn.client_key_data) == (b"CA", b"CERT", b"KEY")
+    config = kc.load_connection(str(path)).configuration
+    assert (read(config.ssl_ca_cert), read(config.cert_file), read(config.key_file)) == (
+        b"CA",
+        b"CERT",
+        b"KEY",
+    )
 
 
 @pytest.mark.parametrize(
@@ -118,16 +131,16 @@ def test_file_references_are_relative_to_the_kubeconfig(tmp_path):
         ({"current-context": "nope"}, "has no context 'nope'"),
         ({"clusters": []}, "names cluster 'k', which is absent"),
         (
-            {
-                "clusters": [
-                    {"name": "k", "cluster": {"server": "https://x", "proxy-url": "http://p"}}
-                ]
-            },
-            "proxy-url is not supported",
+            {"users": [{"name": "u", "user": {"auth-provider": {"name": "azure"}}}]},
+            "auth-provider 'azure' is not supported by the kubernetes client",
         ),
         (
-            {"users": [{"name": "u", "user": {"auth-provider": {"name": "oidc"}}}]},
-            "auth-provider plugins are not supported",
+            {
+                "clusters": [
+                    {"name": "k", "cluster": {"server": "https://x", "proxy-url": "socks5://p:1"}}
+                ]
+            },
+            "SOCKS proxy, which needs the PySocks package",
         ),
         ({"clusters": [{"name": "k", "cluster": {}}]}, "has no server"),
     ],
@@ -139,6 +152,29 @@ def test_unusable_kubeconfigs_are_refused_with_the_reason(tmp_path, change, mess
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(kc.KubeConfigError, match=message):
         kc.load_connection(str(path))
+
+
+def test_proxy_url_and_tls_settings_reach_the_configuration(tmp_path):
+    path = kubeconfig(
+        tmp_path / "kc",
+        cluster_extra={
+            "proxy-url": "http://127.0.0.1:3128",
+            "tls-server-name": "kubernetes.default",
+            "insecure-skip-tls-verify": True,
+        },
+    )
+    config = kc.load_connection(str(path)).configuration
+    assert config.proxy == "http://127.0.0.1:3128"
+    assert config.tls_server_name == "kubernetes.default"
+    assert config.verify_ssl is False
+
+
+def test_the_library_global_configuration_is_left_alone(tmp_path):
+    from kubernetes.client import Configuration
+
+    before = Configuration.get_default_copy().host
+    kc.KubeClient.from_environment(str(kubeconfig(tmp_path / "kc", server="https://elsewhere:1")))
+    assert Configuration.get_default_copy().host == before
 
 
 def test_a_missing_referenced_file_is_a_config_error(tmp_path):
@@ -192,7 +228,8 @@ def test_a_kubeconfig_that_is_a_directory_is_refused(tmp_path):
 def test_in_cluster_reads_the_service_account(tmp_path, monkeypatch):
     sa = tmp_path / "sa"
     sa.mkdir()
-    (sa / "token").write_text("sa-token\n")
+    # the library sends the token file as it is: kubelet writes it without a newline
+    (sa / "token").write_text("sa-token")
     (sa / "ca.crt").write_bytes(b"CLUSTER CA")
     (sa / "namespace").write_text("c5c3-glance-system")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
@@ -200,7 +237,8 @@ def test_in_cluster_reads_the_service_account(tmp_path, monkeypatch):
     conn = kc.in_cluster_connection(sa)
     assert conn.server == "https://10.96.0.1:443"
     assert conn.namespace == "c5c3-glance-system"
-    assert conn.token_file == str(sa / "token")
+    assert conn.configuration.api_key == {"BearerToken": "bearer sa-token"}
+    assert read(conn.configuration.ssl_ca_cert) == b"CLUSTER CA"
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
     assert kc.in_cluster_connection(sa).server == "https://[fd00::1]:443"
 
@@ -266,12 +304,34 @@ def test_an_exec_plugin_token_is_used_and_cached_until_it_expires(tmp_path):
 
 def test_an_exec_plugin_that_fails_names_its_error(tmp_path):
     plugin = write_plugin(tmp_path, {}, exit_code=3)
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": str(plugin),
+            "env": [{"name": "EXTRA", "value": "login first"}],
+        }
+    }
+    # the library logs a failing plugin and goes on without credentials; we refuse instead
+    with pytest.raises(
+        kc.KubeConfigError, match=r"user 'u': exec plugin .*returned 3\. login first"
+    ):
+        client_for(tmp_path, user)
+
+
+def test_an_expired_exec_token_is_asked_for_again(tmp_path):
+    counter = tmp_path / "calls"
+    plugin = write_plugin(
+        tmp_path, {"token": "short-lived", "expirationTimestamp": "2000-01-01T00:00:00Z"}
+    )
+    wrapper = tmp_path / "wrapper.sh"
+    wrapper.write_text(f"#!/bin/sh\necho x >> {counter}\nexec {plugin}\n")
+    wrapper.chmod(0o755)
     client = client_for(
         tmp_path,
-        {"exec": {"command": str(plugin), "env": [{"name": "EXTRA", "value": "login first"}]}},
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(wrapper)}},
     )
-    with pytest.raises(kc.KubeConfigError, match="exited 3: login first"):
-        client._auth_headers()
+    assert client._auth_headers() == {"Authorization": "Bearer short-lived"}
+    assert counter.read_text().count("x") == 2  # at load, and again for the request
 
 
 def test_a_server_that_is_not_http_is_refused(tmp_path):

@@ -1,0 +1,136 @@
+"""Passes from a workstation's kubeconfig: a ``proxy-url`` in front of the API server and an
+``exec`` credential plugin, on the test double and (``KUBE_ASSETS_DIR``) a real
+kube-apiserver.
+
+The proxy is a ``CONNECT`` proxy on loopback (``support.connect_proxy``); the kubeconfig
+names the API server as ``kube.invalid``, a name that does not resolve, which only the
+proxy maps to 127.0.0.1: a pass that succeeds went through it. The exec plugin is a script
+written here that prints an ExecCredential with the token the server accepts (the double's
+token, the harness's token auth file) and counts its runs.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import yaml
+from support.api_env import sample_documents
+from support.connect_proxy import ConnectProxy
+from support.playbook_run import run_playbook
+
+GATHER = "c5c3.glance.gather"
+APPLY = "c5c3.glance.apply"
+REPORT = "c5c3.glance.report"
+EXEC_API_VERSION = "client.authentication.k8s.io/v1"
+
+
+def derived_kubeconfig(
+    api, path: Path, cluster: dict[str, Any] | None = None, user: dict | None = None
+) -> Path:
+    """The env's kubeconfig with its cluster entry updated by ``cluster`` and its user
+    replaced by ``user``."""
+    doc = yaml.safe_load(api.kubeconfig.read_text())
+    doc["clusters"][0]["cluster"].update(cluster or {})
+    if user is not None:
+        doc["users"][0]["user"] = user
+    path.write_text(yaml.safe_dump(doc))
+    path.chmod(0o600)
+    return path
+
+
+def server_of(api) -> tuple[urllib.parse.SplitResult, dict[str, Any], str]:
+    """The API server's URL, its cluster entry and the token of the env's kubeconfig."""
+    doc = yaml.safe_load(api.kubeconfig.read_text())
+    cluster = doc["clusters"][0]["cluster"]
+    return urllib.parse.urlsplit(cluster["server"]), cluster, doc["users"][0]["user"]["token"]
+
+
+def glance_pass(api, kubeconfig: Path):
+    return run_playbook(
+        "glance.yml",
+        {"glance_name": "glance", "glance_namespace": api.namespace},
+        kubeconfig=kubeconfig,
+    )
+
+
+def test_passes_go_through_the_proxy_url_of_the_kubeconfig(api, tmp_path):
+    api.create_all(sample_documents())
+    url, cluster, _ = server_of(api)
+    with ConnectProxy(routes={"kube.invalid": "127.0.0.1"}) as proxy:
+        via_proxy = {"server": f"https://kube.invalid:{url.port}", "proxy-url": proxy.url}
+        if cluster.get("certificate-authority-data"):
+            via_proxy["tls-server-name"] = "localhost"  # a name of the double's certificate
+        kubeconfig = derived_kubeconfig(api, tmp_path / "proxied", via_proxy)
+        first = glance_pass(api, kubeconfig)
+        assert first.ok, f"{first.failures}\n{first.stdout[-3000:]}"
+        second = glance_pass(api, kubeconfig)
+        assert second.ok, f"{second.failures}\n{second.stdout[-3000:]}"
+    assert first.module_processes == [GATHER, APPLY]
+    assert second.module_processes == [GATHER, APPLY, REPORT]
+    # what the passes asked for, the server did
+    assert api.get("Glance", "glance")["metadata"]["finalizers"] == [
+        "glance.openstack.c5c3.io/finalizer"
+    ]
+    assert api.get("Job", "glance-db-sync") is not None
+    assert api.condition("Glance", "glance", "SecretsReady")["status"] == "True"
+    # ... through the proxy: one tunnel at least per module process, all to the server
+    assert not proxy.refused
+    assert {t.target for t in proxy.tunnels} == {f"kube.invalid:{url.port}"}
+    processes = len(first.module_processes) + len(second.module_processes)
+    assert len(proxy.tunnels) >= processes
+    assert all(t.bytes_up and t.bytes_down for t in proxy.tunnels)
+
+
+def write_exec_plugin(tmp_path: Path, token: str) -> tuple[Path, Path]:
+    """A credential plugin printing ``token``; each run appends its request to a log."""
+    runs = tmp_path / "exec-runs.jsonl"
+    plugin = tmp_path / "credential-plugin.py"
+    plugin.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        "info = json.loads(os.environ['KUBERNETES_EXEC_INFO'])\n"
+        f"with open({str(runs)!r}, 'a') as log:\n"
+        "    log.write(json.dumps(info) + '\\n')\n"
+        "print(json.dumps({'apiVersion': info['apiVersion'], 'kind': 'ExecCredential',\n"
+        f"                  'status': {{'token': {token!r}}}}}))\n"
+    )
+    plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
+    return plugin, runs
+
+
+def test_a_pass_authenticates_with_an_exec_credential_plugin(api, tmp_path):
+    api.create_all(sample_documents())
+    _, _, token = server_of(api)
+    plugin, runs = write_exec_plugin(tmp_path, token)
+    user = {"exec": {"apiVersion": EXEC_API_VERSION, "command": str(plugin)}}
+    run = glance_pass(api, derived_kubeconfig(api, tmp_path / "exec", user=user))
+    assert run.ok, f"{run.failures}\n{run.stdout[-3000:]}"
+    assert run.module_processes == [GATHER, APPLY]
+    assert api.get("Glance", "glance")["metadata"]["finalizers"] == [
+        "glance.openstack.c5c3.io/finalizer"
+    ]
+    requests = [json.loads(line) for line in runs.read_text().splitlines()]
+    # one run per module process (the token has no expiry: kept for the process's life)
+    assert len(requests) == len(run.module_processes)
+    assert all(
+        r["kind"] == "ExecCredential" and r["apiVersion"] == EXEC_API_VERSION for r in requests
+    )
+
+
+def test_a_token_from_an_exec_plugin_that_the_server_rejects_fails_the_pass(api, tmp_path):
+    api.create_all(sample_documents())
+    plugin, runs = write_exec_plugin(tmp_path, "not-a-token-the-server-knows")
+    user = {"exec": {"apiVersion": EXEC_API_VERSION, "command": str(plugin)}}
+    run = glance_pass(api, derived_kubeconfig(api, tmp_path / "exec", user=user))
+    assert not run.ok
+    assert run.module_processes == [GATHER]
+    assert any("401" in failure and "Unauthorized" in failure for failure in run.failures), (
+        run.failures
+    )
+    assert runs.read_text().count("\n") == 1
+    assert "finalizers" not in api.get("Glance", "glance")["metadata"]
