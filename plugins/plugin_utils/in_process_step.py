@@ -20,9 +20,9 @@ connection through the ``kubeconfig`` and ``context`` options instead.
 (the strategy asks it for its class before queueing the task), and runs every task in a
 worker forked from that process. So importing here what the pass's filters need (the
 decision modules, the CEL parser they build at import, the CRDs and option catalogs,
-cached per process) does that work once per pass, in the parent, and every later task's
-worker inherits it instead of redoing it: the plan, render and decide tasks of a pass
-each used to import and parse all of it again.
+cached per process, the CRDs' CEL rules, compiled and memoised) does that work once per
+pass, in the parent, and every later task's worker inherits it instead of redoing it:
+the plan and decide tasks of a pass each used to import, parse and compile all of it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs
+from ansible_collections.c5c3.glance.plugins.module_utils.cel_validation import compile_rule
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
     load_catalogs,
     load_crds,
@@ -40,8 +41,24 @@ from ansible_collections.c5c3.glance.plugins.module_utils.collection_files impor
 
 LOCAL_CONNECTIONS = frozenset({"local", "ansible.builtin.local"})
 
-# The warm-up (see the module docstring); pass_inputs imports every decision module.
-WARM = (pass_inputs.__name__, load_crds(), load_catalogs())
+
+def _cel_rules(node: Any) -> list[str]:
+    """Every ``x-kubernetes-validations`` rule in a CRD."""
+    if isinstance(node, dict):
+        found = [str(v["rule"]) for v in node.get("x-kubernetes-validations") or [] if "rule" in v]
+        return found + [rule for value in node.values() for rule in _cel_rules(value)]
+    if isinstance(node, list):
+        return [rule for value in node for rule in _cel_rules(value)]
+    return []
+
+
+# The warm-up (see the module docstring): pass_inputs imports every decision module; the
+# CRDs' CEL rules are compiled once (the judge of the stored objects evaluates them).
+WARM = (
+    pass_inputs.__name__,
+    load_catalogs(),
+    [compile_rule(rule) for rule in _cel_rules(load_crds())],
+)
 
 
 class InProcessStep(ActionBase):
