@@ -23,10 +23,18 @@ CRD_FILES = {
 CATALOG_DIR = "catalogs"
 
 
+# libyaml's loader where PyYAML has it: the same safe schema, about ten times faster on
+# the CRDs (about 0.1 s of every pass's decision in pure Python).
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @functools.cache
 def load_crds(root: Path = COLLECTION_ROOT) -> dict[str, dict[str, Any]]:
     """Both CRDs, by kind."""
-    return {kind: yaml.safe_load((root / path).read_text()) for kind, path in CRD_FILES.items()}
+    return {
+        kind: yaml.load((root / path).read_text(), Loader=_SAFE_LOADER)
+        for kind, path in CRD_FILES.items()
+    }
 
 
 @functools.cache

@@ -14,7 +14,8 @@ The pipeline (``docs/reconcile.md`` tells it for users):
 
 0. Finalizer: a Glance being deleted only releases ``glance.openstack.c5c3.io/finalizer``
    (brownfield mode owns nothing outside the namespace's garbage collection); a Glance
-   without it gets it, and the pass ends with an immediate requeue.
+   without it gets it (``finalizer``: the apply step adds it before any other write) and
+   the same pass goes on, so a first install needs no pass of its own for it.
 1. Secrets gate (``SecretsReady``): a missing or incomplete Secret stops the pass, which
    writes nothing and polls every 15 s.
 2. The db-connection Secret is applied.
@@ -86,7 +87,7 @@ ADD = "add"
 REMOVE = "remove"
 
 # --- requeue intervals, seconds (reference-spec §2.3 "Requeue intervals") ---------------
-REQUEUE_NOW = 0  # after adding the finalizer; upgrade initiation, phase steps, abort
+REQUEUE_NOW = 0  # upgrade initiation, phase steps, abort
 REQUEUE_RECREATE = 5  # after deleting an object to create it again; while one is deleted
 REQUEUE_DEPLOYMENT = 10  # Deployment not ready, route not accepted, API unhealthy
 REQUEUE_HEALTH = 10
@@ -764,11 +765,10 @@ def _finish(p: _Pass, plan: Plan | None, now: datetime | str) -> PassResult:
 
 
 def is_active(glance_obj: Mapping[str, Any]) -> bool:
-    """The pass goes beyond step 0: the Glance carries the finalizer and is not being
-    deleted. Otherwise the pass only adds or releases the finalizer, and needs nothing
-    but the Glance itself."""
-    meta = _meta(glance_obj)
-    return not meta.get("deletionTimestamp") and FINALIZER in (meta.get("finalizers") or [])
+    """The pass goes beyond step 0: the Glance is not being deleted (a missing finalizer
+    is added by the same pass). A Glance being deleted only releases the finalizer, and
+    its pass needs nothing but the Glance itself."""
+    return not _meta(glance_obj).get("deletionTimestamp")
 
 
 def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.LiveObjects) -> Plan:
@@ -788,8 +788,7 @@ def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.L
         plan_inputs.catalogs,
         configmaps=decode_configmaps(plan_inputs.configmaps),
         last_good=mounted if all(mounted) else None,
-        narrow_selector=ls.selector_narrowed(live.get(do.SERVICE))
-        or ls.deployment_converged(live.deployment),
+        narrow_selector=ls.narrow_selector(live.get(do.SERVICE), live.deployment),
         operator_namespace=plan_inputs.operator_namespace,
         stored=True,
     )
@@ -813,9 +812,22 @@ def decide_pass(
     finalizers = list(meta.get("finalizers") or [])
     if meta.get("deletionTimestamp"):
         return PassResult(finalizer=REMOVE if FINALIZER in finalizers else None)
+    result = _decide(glance_obj, plan_inputs, live, now, health, objects)
     if FINALIZER not in finalizers:
-        return PassResult(finalizer=ADD, requeue_after=REQUEUE_NOW)
+        # Added by the apply step before any other write; the pass does not stop for it.
+        result.finalizer = ADD
+    return result
 
+
+def _decide(
+    glance_obj: Mapping[str, Any],
+    plan_inputs: PlanInputs,
+    live: ls.LiveObjects,
+    now: datetime | str,
+    health: Mapping[str, Any] | Health | None,
+    objects: Mapping[str, dict[str, Any] | None] | None,
+) -> PassResult:
+    """Steps 1 to 7 of a Glance that is not being deleted."""
     plan = pass_plan(glance_obj, plan_inputs, live)
     if objects is None:
         objects = render_objects(plan.desired) if not plan.errors else {}

@@ -21,7 +21,8 @@ conditions, so a caller can ask ``is_ready(obj)`` of any object the pass waits o
   generation (a condition without ``observedGeneration`` counts).
 * ``mounted_artifacts``: the ConfigMap and Secret the ``config`` and ``backends`` volumes
   of a Deployment name: the last-good configuration (§2.9).
-* ``service_selector``: the latched two-phase Service selector (§4.4).
+* ``service_selector``, ``narrow_selector``: the latched two-phase Service selector
+  (§4.4); narrow at once when there is no live Deployment (a first install).
 * ``newest_terminal_job``: the db-purge run the DBPurgeReady condition reports on (§4.12).
 
 ``LiveObjects`` is the gather step's answer in one value: the object of each owned name,
@@ -268,15 +269,31 @@ def service_selector(
 ) -> dict[str, str]:
     """The Service selector to apply: ``desired`` plus ``component: api`` once latched.
 
-    The component label is added once the live Deployment has converged (every pod
-    carries it) and is never removed again once the live Service has it (the latch):
+    The component label is added once every pod carries it (``narrow_selector``) and is
+    never removed again once the live Service has it (the latch):
     widening would let db-purge pods, which share the name and instance labels, become
     endpoints during every later rollout.
     """
     selector = {k: v for k, v in desired.items() if k != do.COMPONENT_LABEL}
-    if selector_narrowed(live_service) or deployment_converged(live_deployment):
+    if narrow_selector(live_service, live_deployment):
         selector[do.COMPONENT_LABEL] = do.COMPONENT_API
     return selector
+
+
+def narrow_selector(live_service: Obj | None, live_deployment: Obj | None) -> bool:
+    """Whether the Service selects ``component: api``: it already does (the latch), or
+    every pod it could select carries the label. That is so once the live Deployment has
+    converged, and also when there is no live Deployment: the one the pass creates runs
+    the current template, which carries the label, so a first install narrows in the pass
+    that creates the Deployment instead of a pass of its own after the rollout. A live
+    Deployment still rolling from a template without the label (an operator upgrade)
+    keeps the wide selector until it converges, or its old pods would lose their
+    endpoints."""
+    return (
+        selector_narrowed(live_service)
+        or live_deployment is None
+        or deployment_converged(live_deployment)
+    )
 
 
 def newest_terminal_job(

@@ -135,126 +135,19 @@ api_requests:
   returned: always
 """
 
-import datetime
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_reads as pr
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_pass import is_active
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (
-    ApiError,
-    KubeClient,
-    KubeConfigError,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_module import (
-    CONNECTION_OPTIONS,
-    client_from_params,
-    operator_namespace,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.probe import probe_health
-
-
-def _read(client: KubeClient, read: pr.Read) -> list:
-    """The objects one read returns (a GET: zero or one)."""
-    if read.name is not None:
-        obj = client.get(read.api_version, read.kind, read.name, read.namespace)
-        if obj is None:
-            return []
-        obj.setdefault("apiVersion", read.api_version)
-        obj.setdefault("kind", read.kind)
-        return [obj]
-    return client.list(
-        read.api_version, read.kind, read.namespace, label_selector=read.label_selector
-    )
-
-
-def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout: float) -> dict:
-    namespace = glance["metadata"]["namespace"]
-    backends = client.list(pr.GROUP_VERSION, "GlanceBackend", namespace)
-    gateway_api = client.serves(pr.HTTP_ROUTE_API, "HTTPRoute")
-    secrets, configmaps, owned = [], [], []
-    for read in pr.glance_reads(glance, backends, gateway_api):
-        found = _read(client, read)
-        if read.owned:
-            owned.extend(found)
-        elif read.kind == "Secret":
-            secrets.extend(found)
-        else:
-            configmaps.extend(found)
-    live = ls.live_objects(glance["metadata"]["name"], owned, gateway_api=gateway_api)
-    health = None
-    if health_check and ls.deployment_ready(live.deployment):
-        health = probe_health(client, glance, timeout)
-    return {
-        "backends": backends,
-        "secrets": secrets,
-        "configmaps": configmaps,
-        "owned": owned,
-        "gateway_api": gateway_api,
-        "health": health,
-        "operator_namespace": operator_namespace(),
-    }
-
-
-def gather_backend(client: KubeClient, backend: dict) -> dict:
-    out: dict = {"parent": None, "secrets": [], "parent_deployment": None, "mounted_secret": None}
-    for read in pr.backend_reads(backend):
-        found = _read(client, read)
-        if read.kind == "Glance":
-            out["parent"] = found[0] if found else None
-        elif read.kind == "Secret":
-            out["secrets"].extend(found)
-        elif read.kind == "Deployment":
-            out["parent_deployment"] = found[0] if found else None
-    _, mounted = ls.mounted_artifacts(out["parent_deployment"])
-    if mounted:
-        out["mounted_secret"] = client.get(
-            "v1", "Secret", mounted, backend["metadata"]["namespace"]
-        )
-    return out
+from ansible_collections.c5c3.glance.plugins.module_utils import pass_steps as ps
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "kind": {"type": "str", "required": True, "choices": ["Glance", "GlanceBackend"]},
-            "name": {"type": "str", "required": True},
-            "namespace": {"type": "str", "required": True},
-            "object": {"type": "dict"},
-            "health_check": {"type": "bool", "default": True},
-            "health_timeout": {"type": "float", "default": 10.0},
-            **CONNECTION_OPTIONS,
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    client = None
-    try:
-        client = client_from_params(p)
-        obj = p["object"]
-        if not obj:
-            obj = client.get(pr.GROUP_VERSION, p["kind"], p["name"], p["namespace"])
-        result: dict = {"found": obj is not None, "object": obj, "now": now}
-        if obj is not None:
-            obj.setdefault("apiVersion", pr.GROUP_VERSION)
-            obj.setdefault("kind", p["kind"])
-            if p["kind"] == "Glance":
-                result["active"] = is_active(obj)
-                if result["active"]:
-                    result.update(
-                        gather_glance(client, obj, p["health_check"], p["health_timeout"])
-                    )
-            else:
-                result.update(gather_backend(client, obj))
-    except (KubeConfigError, ApiError, OSError) as exc:
-        module.fail_json(
-            msg=f"gather {p['kind']} {p['namespace']}/{p['name']}: {exc}",
-            api_requests=client.requests if client else 0,
-        )
-    result["api_requests"] = client.requests
-    module.exit_json(changed=False, **result)
+    # The action plugin of the same name runs the step in the playbook's process; this
+    # module is the path for a connection that is not local.
+    module = AnsibleModule(argument_spec=ps.GATHER_SPEC, supports_check_mode=True)
+    result = ps.gather(module.params)
+    if result.get("failed"):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

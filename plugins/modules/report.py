@@ -62,108 +62,19 @@ api_requests:
   returned: always
 """
 
-import datetime
-import os
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (
-    ApiError,
-    KubeConfigError,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_module import (
-    CONNECTION_OPTIONS,
-    client_from_params,
-)
-
-EVENT_MESSAGE_LIMIT = 1024
-
-
-def event_object(ref: dict, event: dict, component: str, now: datetime.datetime) -> dict:
-    """A core/v1 Event about ``ref`` (named ``<name>.<hex nanoseconds>``, as client-go does)."""
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{ref['name']}.{time.time_ns():x}",
-            "namespace": ref["namespace"],
-        },
-        "involvedObject": {
-            "apiVersion": ref["api_version"],
-            "kind": ref["kind"],
-            "name": ref["name"],
-            "namespace": ref["namespace"],
-            "uid": ref.get("uid"),
-        },
-        "type": event.get("type") or "Normal",
-        "reason": event["reason"],
-        "message": str(event.get("message") or "")[:EVENT_MESSAGE_LIMIT],
-        "source": {"component": component},
-        "reportingComponent": component,
-        "reportingInstance": os.environ.get("POD_NAME") or os.uname().nodename,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
+from ansible_collections.c5c3.glance.plugins.module_utils import pass_steps as ps
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "object": {"type": "dict", "required": True},
-            "status_patch": {"type": "dict"},
-            "events": {"type": "list", "elements": "dict", "default": []},
-            "component": {"type": "str", "default": "c5c3-glance-operator"},
-            **CONNECTION_OPTIONS,
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    ref = p["object"]
-    if module.check_mode or (not p["status_patch"] and not p["events"]):
-        module.exit_json(
-            changed=bool(p["status_patch"] or p["events"]),
-            status_written=False,
-            events_written=0,
-            api_requests=0,
-        )
-    client = None
-    status_written, events_written = False, 0
-    try:
-        client = client_from_params(p)
-        if p["status_patch"]:
-            try:
-                client.patch(
-                    ref["api_version"],
-                    ref["kind"],
-                    ref["name"],
-                    ref["namespace"],
-                    p["status_patch"],
-                    subresource="status",
-                )
-                status_written = True
-            except ApiError as exc:
-                if not exc.not_found:
-                    raise
-        now = datetime.datetime.now(datetime.UTC)
-        for event in p["events"]:
-            client.create(event_object(ref, event, p["component"], now))
-            events_written += 1
-    except (ApiError, KubeConfigError, OSError) as exc:
-        module.fail_json(
-            msg=f"report {ref.get('kind')} {ref.get('namespace')}/{ref.get('name')}: {exc}",
-            status_written=status_written,
-            events_written=events_written,
-            api_requests=client.requests if client else 0,
-        )
-    module.exit_json(
-        changed=status_written or events_written > 0,
-        status_written=status_written,
-        events_written=events_written,
-        api_requests=client.requests,
-    )
+    # The action plugin of the same name runs the step in the playbook's process; this
+    # module is the path for a connection that is not local.
+    module = AnsibleModule(argument_spec=ps.REPORT_SPEC, supports_check_mode=True)
+    result = ps.report(module.params, module.check_mode)
+    if result.get("failed"):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -85,9 +85,10 @@ def test_every_task_of_the_pass_role_is_in_the_step_table_or_named_as_no_step():
 
 def test_the_render_roles_are_the_roles_the_pass_includes():
     included = {
-        task["ansible.builtin.include_role"]["name"].rpartition(".")[2]
+        task[key]["name"].rpartition(".")[2]
         for task in _tasks(ROOT / "roles" / PASS_ROLE / "tasks" / "render.yml")
-        if "ansible.builtin.include_role" in task
+        for key in ("ansible.builtin.import_role", "ansible.builtin.include_role")
+        if key in task
     }
     assert included == set(STEP_ROLES)
 

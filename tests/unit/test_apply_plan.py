@@ -65,12 +65,10 @@ def test_a_first_apply_creates_every_object_in_write_order(desired):
     assert all(a.field_manager == "c5c3-glance-operator" for a in actions)
 
 
-def test_applying_the_same_objects_again_writes_nothing_once_the_service_narrowed(desired):
+def test_applying_the_same_objects_again_writes_nothing(desired):
     cluster = applied(desired)
-    second = ap.apply_actions(desired, cluster.live(), GLANCE_UID)
-    # The pods now all carry component=api: the one write left is the Service narrowing.
-    assert verbs(second) == [("apply", "Service", "glance", ap.CHANGED)]
-    cluster.perform(second)
+    # The Service was created narrowed with the Deployment (no older pods existed), so
+    # the rollout leaves nothing to write.
     actions = ap.apply_actions(desired, cluster.live(), GLANCE_UID)
     assert ap.writes(actions) == []
     reasons = {a.key: a.reason for a in actions}
@@ -518,10 +516,24 @@ def test_switching_autoscaling_on_hands_replicas_to_the_hpa_and_keeps_the_live_c
 # --- the Service ---------------------------------------------------------------------------------
 
 
-def test_the_service_selector_narrows_once_the_deployment_converged_and_then_stays(desired):
+def test_a_first_apply_creates_the_service_narrowed_with_its_deployment(desired):
     cluster = applied(desired)
     service = cluster.get("Service", "glance")
-    assert COMPONENT not in service["spec"]["selector"]  # applied before any pod existed
+    assert service["spec"]["selector"][COMPONENT] == "api"  # no older pods to keep
+
+
+def test_a_wide_service_narrows_once_the_deployment_converged_and_then_stays(desired):
+    cluster = applied(desired)
+    # The Service is (re)created while the live Deployment still rolls out pods of an
+    # older template: it selects them all until every pod carries the label.
+    cluster.objects = {k: v for k, v in cluster.objects.items() if k[0] != "Service"}
+    cluster.get("Deployment", "glance")["status"]["updatedReplicas"] = 0
+    (wide,) = ap.for_key(ap.apply_actions(desired, cluster.live(), GLANCE_UID), "service")
+    assert wide.verb == "apply" and COMPONENT not in wide.object["spec"]["selector"]
+    cluster.perform([wide])
+    (waiting,) = ap.for_key(ap.apply_actions(desired, cluster.live(), GLANCE_UID), "service")
+    assert (waiting.verb, waiting.reason) == ("none", ap.UNCHANGED)
+    cluster.settle()  # every pod runs the current template
     (action,) = ap.for_key(ap.apply_actions(desired, cluster.live(), GLANCE_UID), "service")
     assert action.verb == "apply" and action.object["spec"]["selector"][COMPONENT] == "api"
     cluster.perform([action])

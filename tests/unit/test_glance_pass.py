@@ -73,13 +73,22 @@ def reasons(r: Reconciler) -> dict[str, tuple[str, str]]:
 # --- finalizer and deletion ----------------------------------------------------------------------
 
 
-def test_a_new_glance_first_gets_the_finalizer_and_an_immediate_requeue():
+def test_a_new_glance_gets_the_finalizer_in_the_pass_that_configures_it():
     r = make(finalizer=False)
-    result = r.run_pass()
+    result = r.run_pass(settle=False)
     assert result.finalizer == gp.ADD
-    assert result.requeue_after == 0
-    assert result.actions == [] and result.status is None and result.status_patch is None
     assert r.glance["metadata"]["finalizers"] == ["glance.openstack.c5c3.io/finalizer"]
+    # the pass does not stop for it: the first install's writes come with it
+    assert kinds_written(result) == ["ConfigMap", "Secret", "Secret", "CronJob", "Job"]
+    assert result.requeue_after == 30 and result.status_patch is not None
+    assert r.run_pass(settle=False).finalizer is None  # carried from then on
+
+
+def test_a_glance_the_rules_refuse_still_gets_the_finalizer_and_nothing_else():
+    r = make(spec={"networkPolicy": {"ingress": []}}, finalizer=False)
+    result = r.run_pass()
+    assert result.finalizer == gp.ADD and result.writes == []
+    assert r.condition(c.SECRETS_READY)["reason"] == c.CONFIG_ERROR
 
 
 @pytest.mark.parametrize("finalizer, expected", [(True, gp.REMOVE), (False, None)])
@@ -100,22 +109,27 @@ def test_a_deleted_glance_only_releases_its_finalizer(finalizer, expected):
 
 def test_a_fresh_install_converges_pass_by_pass():
     r = make()
-    r.run_pass(HEALTHY)  # the finalizer
+    # 1: the finalizer, the configuration, the Secrets, the CronJob and the db-sync Job
     first = r.run_pass(HEALTHY)
+    assert first.finalizer == gp.ADD
     assert kinds_written(first) == ["ConfigMap", "Secret", "Secret", "CronJob", "Job"]
     assert first.requeue_after == 30
     assert reasons(r)[c.DATABASE_READY] == ("False", c.DB_SYNC_IN_PROGRESS)
     assert c.DEPLOYMENT_READY not in reasons(r)
+    # 2: the schema is synced: the Deployment, and the Service already narrowed to its pods
     second = r.run_pass(HEALTHY)
     assert kinds_written(second) == ["Deployment", "Service", "PodDisruptionBudget"]
+    service = r.cluster.get("Service", "glance")
+    assert service["spec"]["selector"]["app.kubernetes.io/component"] == "api"
     assert second.events == [
         {"type": "Normal", "reason": "DatabaseSynced", "message": "Database schema is up to date"}
     ]
     assert reasons(r)[c.DEPLOYMENT_READY] == ("False", c.WAITING_FOR_DEPLOYMENT)
     assert reasons(r)[c.GLANCE_API_READY] == ("False", c.ENDPOINT_NOT_READY)
     assert second.requeue_after == 10
+    # 3: the rollout is done: the status alone, no write (no latch pass of its own)
     third = r.run_pass(HEALTHY)
-    assert writes(third) == [("apply", "Service", "glance", "changed")]  # selector narrowing
+    assert third.writes == [] and third.status_patch is not None
     assert third.requeue_after is None
     status = r.glance["status"]
     assert status["endpoint"] == "http://glance.openstack.svc.cluster.local:9292/"
@@ -171,7 +185,6 @@ def test_a_missing_secret_writes_nothing_and_polls(secrets, reason):
 
 def test_a_config_error_is_a_condition_that_polls_not_a_failure():
     r = make(spec={"policyOverrides": {"configMapRef": {"name": "glance-policy"}}})
-    r.run_pass()
     result = r.run_pass()
     assert reasons(r)[c.SECRETS_READY] == ("False", c.CONFIG_ERROR)
     assert "glance-policy" in r.condition(c.SECRETS_READY)["message"]
@@ -194,7 +207,6 @@ def test_a_config_error_is_a_condition_that_polls_not_a_failure():
 
 def test_a_stored_glance_the_rules_refuse_is_reported_and_nothing_is_written():
     r = make(spec={"networkPolicy": {"ingress": []}})
-    r.run_pass()
     result = r.run_pass()
     assert result.writes == [] and result.requeue_after is None
     cond = r.condition(c.SECRETS_READY)
@@ -244,7 +256,6 @@ def test_two_defaults_park_at_no_default_backend_rather_than_refusing_the_input(
 
 def test_a_first_install_without_a_default_backend_waits_before_the_database():
     r = make(backends=[stored(patched(BACKEND, {"spec": {"isDefault": False}}), "b-uid")])
-    r.run_pass()
     result = r.run_pass()
     assert kinds_written(result) == ["Secret"]  # the db-connection Secret alone
     assert result.requeue_after == 30
@@ -293,7 +304,6 @@ def test_a_faulty_backend_is_skipped_with_one_warning_and_its_siblings_still_pro
     r = make(
         backends=[stored(BACKEND, "b-uid"), archive], secrets=[*default_secrets(), ARCHIVE_SECRET]
     )
-    r.run_pass()
     first = r.run_pass()
     skipped = [e for e in first.events if e["reason"] == "GlanceBackendSkipped"]
     assert len(skipped) == 1 and skipped[0]["message"].startswith("Skipping backend s3-archive: ")
@@ -326,7 +336,6 @@ def test_a_configuration_change_reruns_db_sync_before_the_deployment_rolls():
 
 def test_a_failed_db_sync_with_the_same_hash_is_not_rerun():
     r = make()
-    r.run_pass()
     r.run_pass(jobs="Failed")
     failed = r.run_pass(HEALTHY, jobs="Failed")
     assert failed.writes == []
@@ -351,7 +360,6 @@ def test_a_failed_db_sync_with_the_same_hash_is_not_rerun():
 
 def test_an_image_tag_of_another_release_stops_before_the_database():
     r = make(spec={"image": {"tag": "2026.1"}})
-    r.run_pass()
     result = r.run_pass()
     assert reasons(r)[c.DATABASE_READY] == ("False", c.IMAGE_RELEASE_MISMATCH)
     assert "2026.1" in r.condition(c.DATABASE_READY)["message"]
@@ -731,7 +739,6 @@ def test_a_deployment_someone_else_controls_is_reported_not_overwritten():
     }
     r = make(cluster=FakeCluster([foreign]))
     r.run_pass()
-    r.run_pass()
     result = r.run_pass()
     assert not {"Deployment", "Service", "PodDisruptionBudget"} & set(kinds_written(result))
     cond = r.condition(c.DEPLOYMENT_READY)
@@ -742,7 +749,6 @@ def test_a_deployment_someone_else_controls_is_reported_not_overwritten():
 
 def test_a_config_map_name_taken_by_someone_else_stops_the_pass():
     r = make()
-    r.run_pass()
     name = r.run_pass(settle=False).plan.config_map
     taken = r.cluster.get("ConfigMap", name)
     taken["metadata"]["ownerReferences"] = [owner_ref("other-uid")]
@@ -788,7 +794,6 @@ def test_exposure_objects_are_applied_while_the_database_is_still_syncing():
         "gateway": ROUTE,
     }
     r = make(spec=spec)
-    r.run_pass()
     first = r.run_pass(settle=False)
     assert reasons(r)[c.DATABASE_READY][1] == c.DB_SYNC_IN_PROGRESS
     assert {"HorizontalPodAutoscaler", "NetworkPolicy", "HTTPRoute", "CronJob"} <= set(
@@ -803,7 +808,6 @@ def test_exposure_objects_are_applied_while_the_database_is_still_syncing():
 
 def test_a_gateway_without_the_gateway_api_is_a_condition_checked_again_every_minute():
     r = make(spec={"gateway": ROUTE}, cluster=FakeCluster(gateway_api=False))
-    r.run_pass()
     result = r.run_pass(settle=False)
     assert reasons(r)[c.HTTPROUTE_READY] == ("False", c.GATEWAY_API_NOT_INSTALLED)
     assert "HTTPRoute" not in kinds_written(result)
@@ -955,7 +959,6 @@ def test_the_probe_url_is_in_cluster_whatever_the_gateway():
 
 def test_extra_config_warns_when_it_turns_false_or_its_message_changes():
     r = make(spec={"extraConfig": {"DEFAULT": {"debug": "True"}}})
-    r.run_pass()
     first = r.run_pass()
     assert [e["reason"] for e in first.events] == ["ExtraConfigOwnedKeyOverride"]
     assert reasons(r)[c.EXTRA_CONFIG_HEALTHY] == ("False", c.OWNED_KEYS_OVERRIDDEN)
@@ -977,12 +980,11 @@ def test_the_status_is_stamped_with_the_generation_and_transition_times_hold():
     assert all(cond["observedGeneration"] == 2 for cond in r.glance["status"]["conditions"])
     # the rollout turned DeploymentReady False and back: a new transition time
     assert r.condition(c.DEPLOYMENT_READY)["lastTransitionTime"] != since
-    assert r.condition(c.SECRETS_READY)["lastTransitionTime"] == "2026-03-01T12:01:00Z"
+    assert r.condition(c.SECRETS_READY)["lastTransitionTime"] == "2026-03-01T12:00:30Z"
 
 
 def test_the_result_is_plain_data():
     r = make()
-    r.run_pass()
     data = r.run_pass().as_dict()
     assert set(data) == {
         "actions",
@@ -1047,7 +1049,6 @@ def test_an_owned_name_taken_by_someone_else_is_a_condition_and_is_never_written
 
 def test_a_config_copy_of_ours_still_being_deleted_is_waited_for():
     r = make()
-    r.run_pass()
     name = r.run_pass(settle=False).plan.config_map
     r.cluster.get("ConfigMap", name)["metadata"]["deletionTimestamp"] = "2026-03-01T00:00:00Z"
     result = r.run_pass()

@@ -218,21 +218,35 @@ NARROW = {**SELECTOR, API: "api"}
 @pytest.mark.parametrize(
     "live_service, live_deployment, expected",
     [
-        (None, None, SELECTOR),
+        (None, None, NARROW),  # the Deployment this pass creates runs the current template
+        (service(SELECTOR), None, NARROW),  # its Deployment deleted to be created again
         (None, deployment(status=CONVERGED), NARROW),
+        (None, deployment(status={**CONVERGED, "replicas": 4}), SELECTOR),
+        (None, deployment(status=CONVERGED, component=None), SELECTOR),
         (service(SELECTOR), deployment(status={**CONVERGED, "replicas": 4}), SELECTOR),
         (service(SELECTOR), deployment(status=CONVERGED), NARROW),
         (service(NARROW), deployment(status={**CONVERGED, "replicas": 4}), NARROW),  # latched
         (service(NARROW), None, NARROW),
     ],
-    ids=["first", "converged", "rolling", "narrows", "latched-mid-rollout", "latched-no-deploy"],
+    ids=[
+        "first-install",
+        "deployment-gone",
+        "converged",
+        "rolling",
+        "template-without-label",
+        "wide-rolling",
+        "narrows",
+        "latched-mid-rollout",
+        "latched-no-deploy",
+    ],
 )
-def test_the_service_selector_narrows_once_converged_and_never_widens(
+def test_the_service_selector_narrows_once_every_pod_can_match_and_never_widens(
     live_service, live_deployment, expected
 ):
     assert ls.service_selector(SELECTOR, live_service, live_deployment) == expected
     # a desired selector that already carries the label is decided the same way
     assert ls.service_selector(NARROW, live_service, live_deployment) == expected
+    assert ls.narrow_selector(live_service, live_deployment) is (expected == NARROW)
 
 
 def purge_job(name, created, state, cronjob="glance-db-purge", uid="cj-uid"):

@@ -1,0 +1,82 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""The action plugins of the gather, apply and report steps: the step in the playbook's
+own process.
+
+A module task costs a new Python process (AnsiballZ: the module and its module_utils
+zipped, sent, unpacked, imported) for every task; these steps only talk HTTPS to the API
+server, which the controller can do itself. So on a local connection (every playbook of
+the collection: ``hosts: localhost``, ``connection: local``) the action plugin validates
+the task's arguments against the module's argument spec and runs the step
+(``module_utils.pass_steps``) here; on any other connection it runs the module as
+before. The result is the same either way, and the task's name, ``register``,
+``no_log``, check mode and the runner's events do not change.
+
+The one difference: a step in the controller's process sees the controller's
+environment, so a task's ``environment:`` keyword does not reach it. Give the
+connection through the ``kubeconfig`` and ``context`` options instead.
+
+**Warm before the forks.** ansible-playbook imports an action plugin in its main process
+(the strategy asks it for its class before queueing the task), and runs every task in a
+worker forked from that process. So importing here what the pass's filters need (the
+decision modules, the CEL parser they build at import, the CRDs and option catalogs,
+cached per process, the CRDs' CEL rules, compiled and memoised) does that work once per
+pass, in the parent, and every later task's worker inherits it instead of redoing it:
+the plan and decide tasks of a pass each used to import, parse and compile all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs
+from ansible_collections.c5c3.glance.plugins.module_utils.cel_validation import compile_rule
+from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+    load_catalogs,
+    load_crds,
+)
+
+LOCAL_CONNECTIONS = frozenset({"local", "ansible.builtin.local"})
+
+
+def _cel_rules(node: Any) -> list[str]:
+    """Every ``x-kubernetes-validations`` rule in a CRD."""
+    if isinstance(node, dict):
+        found = [str(v["rule"]) for v in node.get("x-kubernetes-validations") or [] if "rule" in v]
+        return found + [rule for value in node.values() for rule in _cel_rules(value)]
+    if isinstance(node, list):
+        return [rule for value in node for rule in _cel_rules(value)]
+    return []
+
+
+# The warm-up (see the module docstring): pass_inputs imports every decision module; the
+# CRDs' CEL rules are compiled once (the judge of the stored objects evaluates them).
+WARM = (
+    pass_inputs.__name__,
+    load_catalogs(),
+    [compile_rule(rule) for rule in _cel_rules(load_crds())],
+)
+
+
+class InProcessStep(ActionBase):
+    """Subclasses set ``SPEC`` (the module's argument spec) and ``STEP`` (its function)."""
+
+    TRANSFERS_FILES = False
+    SPEC: Mapping[str, Mapping[str, Any]] = {}
+    STEP: Callable[..., dict[str, Any]]
+    CHECK_MODE = True  # the step takes check_mode
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        if getattr(self._connection, "transport", None) not in LOCAL_CONNECTIONS:
+            result.update(self._execute_module(task_vars=task_vars))
+            return result
+        _, params = self.validate_argument_spec(argument_spec=dict(self.SPEC))
+        step = type(self).STEP
+        outcome = step(params, self._task.check_mode) if self.CHECK_MODE else step(params)
+        result.update(outcome)
+        return result

@@ -1,0 +1,78 @@
+"""The pass's API steps: one argument spec for the module and its action plugin.
+
+``plugins/module_utils/pass_steps.py`` holds the spec the gather, apply and report modules
+and their action plugins validate against; each module's DOCUMENTATION (with the ``kube``
+doc fragment) must describe exactly those options, types, defaults and choices, as
+ansible-test's validate-modules would demand, and each action plugin must use its
+module's spec and step.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import yaml
+
+from ansible_collections.c5c3.glance.plugins.doc_fragments.kube import ModuleDocFragment
+from ansible_collections.c5c3.glance.plugins.module_utils import pass_steps as ps
+
+STEPS = {"gather": ps.GATHER_SPEC, "apply": ps.APPLY_SPEC, "report": ps.REPORT_SPEC}
+
+
+def documented_options(name: str) -> dict:
+    module = importlib.import_module(f"ansible_collections.c5c3.glance.plugins.modules.{name}")
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    options = dict(doc["options"])
+    assert doc["extends_documentation_fragment"] == ["c5c3.glance.kube"]
+    options.update(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
+    return options
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_the_module_documents_exactly_the_spec_its_action_plugin_validates(name):
+    spec, documented = STEPS[name], documented_options(name)
+    assert set(documented) == set(spec)
+    for option, rules in spec.items():
+        doc = documented[option]
+        assert doc["type"] == rules["type"], option
+        assert doc.get("required", False) == rules.get("required", False), option
+        assert doc.get("default") == rules.get("default"), option
+        assert doc.get("choices") == rules.get("choices"), option
+        assert doc.get("elements") == rules.get("elements"), option
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_the_action_plugin_runs_its_module_s_step(name):
+    action = importlib.import_module(f"ansible_collections.c5c3.glance.plugins.action.{name}")
+    assert action.ActionModule.SPEC is STEPS[name]
+    assert action.ActionModule.STEP is getattr(ps, name)
+
+
+@pytest.mark.parametrize(
+    "finalizers, change, expected",
+    [
+        ([], "add", ["f"]),
+        (["other"], "add", ["other", "f"]),
+        (["f"], "add", None),
+        (["other", "f"], "remove", ["other"]),
+        (["other"], "remove", None),
+    ],
+    ids=["add", "add-after-others", "already-there", "remove", "already-gone"],
+)
+def test_the_finalizer_patch_carries_the_resource_version_read(finalizers, change, expected):
+    reference = {"finalizers": finalizers, "resource_version": "42"}
+    patch = ps.finalizer_patch(reference, change, "f")
+    if expected is None:
+        assert patch is None
+    else:
+        assert patch == {"metadata": {"finalizers": expected, "resourceVersion": "42"}}
+
+
+def test_nothing_to_write_needs_no_cluster():
+    reference = {"finalizers": ["f"], "resource_version": "1", "kind": "Glance", "name": "g"}
+    params = {"actions": [{"verb": "none"}], "object": reference, "finalizer": None}
+    params["finalizer_name"] = "f"
+    assert ps.apply(params) == {"changed": False, "written": [], "api_requests": 0}
+    report = {"object": reference, "status_patch": None, "events": []}
+    assert ps.report(report)["api_requests"] == 0
