@@ -123,8 +123,9 @@ run: venv ## Run the operator from this checkout against the cluster of KUBECONF
 	  exec $(BIN)/python -m runner --watches-file ./watches.yaml
 
 .PHONY: bench
-bench: venv glance-venvs e2e-env ## Benchmarks: print render and reconcile pass timings, process and write counts, runner scale, upgrade phases on the e2e stack
+bench: venv glance-venvs e2e-env ## Benchmarks: print render and reconcile pass timings, process and write counts, runner scale, upgrade phases and the upload path on the e2e stack
 	$(BIN)/python tests/bench/bench_render.py
 	$(BIN)/python tests/bench/bench_reconcile.py
 	$(BIN)/python tests/bench/bench_runner_scale.py
 	$(BIN)/python tests/bench/bench_upgrade.py
+	$(BIN)/python tests/bench/bench_upload.py

@@ -229,6 +229,22 @@ UWSGI_PYARGV = f"--config-dir {CONFIG_DIR} --config-dir {BACKENDS_DIR}"
 # 16 MiB leaves room for clients with larger chunks; the buffer only grows to the largest
 # chunk actually received, so the limit costs no memory on its own.
 UWSGI_CHUNKED_INPUT_LIMIT = 16 * 1024 * 1024
+# The HTTP router (--http) copies every byte between the client and a worker through a
+# buffer of this size (default: the page size, 4 KiB). 32 KiB halves the router's CPU per
+# byte moved; above 32 KiB a chunked upload is reset now and then: the router caps its
+# buffers at 64 KiB (plugins/http/http.c). Measured in docs/upload.md.
+UWSGI_HTTP_BUFFER_SIZE = 32 * 1024
+# How long a request may stay silent in the middle (a client pausing mid-body or mid-
+# download, or glance busy with the store without a byte moving) before uWSGI cuts it: the
+# router's --http-timeout and the workers' --socket-timeout, which also bounds reading a
+# chunked body (default 4 s: a client's short pause failed its upload). Five minutes, the
+# default stream idle timeout of Envoy, the gateway in front; the request's whole duration
+# stays capped by harakiri and the HTTPRoute timeout (docs/upload.md).
+UWSGI_TRANSFER_IDLE_TIMEOUT = 300
+# What the router allowed before the transfer timeout grew (its --http-timeout default):
+# a new connection's request headers, and an idle kept-alive connection, get 60 s.
+UWSGI_HEADERS_TIMEOUT = 60
+UWSGI_KEEPALIVE_IDLE_TIMEOUT = 60
 
 # --- probes (DECISIONS.md) -----------------------------------------------------------------
 STARTUP_PROBE_TIMING = {"periodSeconds": 10, "timeoutSeconds": 8, "failureThreshold": 30}
@@ -700,10 +716,15 @@ UWSGI_GRACEFUL_SIGTERM = "unix_signal:15 gracefully_kill_them_all"
 
 
 def uwsgi_command(spec: Mapping[str, Any]) -> list[str]:
-    """The uWSGI launch command of reference-spec §4.2, plus the chunked-input limit.
+    """The uWSGI launch command of reference-spec §4.2, tuned for the image upload path.
 
-    Keep-alive is on unless ``httpKeepAlive`` is false; its timeout, and ``harakiri``, are
-    emitted only when positive; processes and threads below 1 fall back to 2 and 1.
+    Beyond the reference's tokens: the router's buffer size and the transfer timeouts
+    (docs/upload.md), the chunked-input limit, the close announcement after a chunked
+    request and the graceful SIGTERM. Keep-alive is on unless ``httpKeepAlive`` is false,
+    as ``--http-keepalive=<idle seconds>``: ``httpKeepAliveTimeout`` when positive, else
+    60 (uWSGI 2.0 has no ``--http-keepalive-timeout``, the reference's token: it refuses to
+    start). ``harakiri`` is emitted only when positive; processes and threads below 1 fall
+    back to 2 and 1.
     """
     uwsgi = (spec.get("apiServer") or {}).get("uwsgi") or {}
     processes = uwsgi.get("processes") or 0
@@ -714,16 +735,24 @@ def uwsgi_command(spec: Mapping[str, Any]) -> list[str]:
         "uwsgi",
         "--http",
         f":{API_PORT}",
+        "--http-buffer-size",
+        str(UWSGI_HTTP_BUFFER_SIZE),
+        "--http-timeout",
+        str(UWSGI_TRANSFER_IDLE_TIMEOUT),
+        "--http-headers-timeout",
+        str(UWSGI_HEADERS_TIMEOUT),
+        "--socket-timeout",
+        str(UWSGI_TRANSFER_IDLE_TIMEOUT),
         "--http-auto-chunked",
         "--http-chunked-input",
         "--chunked-input-limit",
         str(UWSGI_CHUNKED_INPUT_LIMIT),
     ]
     if uwsgi.get("httpKeepAlive") is not False:
-        command.append("--http-keepalive")
-        timeout = uwsgi.get("httpKeepAliveTimeout")
-        if timeout is not None and timeout > 0:
-            command += ["--http-keepalive-timeout", str(timeout)]
+        idle = uwsgi.get("httpKeepAliveTimeout")
+        idle = idle if idle is not None and idle > 0 else UWSGI_KEEPALIVE_IDLE_TIMEOUT
+        # uWSGI reads --http-keepalive=1 as "on" without an idle timeout of its own.
+        command.append(f"--http-keepalive={max(idle, 2)}")
         # uWSGI's HTTP router closes a connection after a chunked request without saying so;
         # the client's next request on it then fails. Announce the close (tests/e2e).
         command += ["--route-if", UWSGI_CLOSE_AFTER_CHUNKED]

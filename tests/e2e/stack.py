@@ -236,7 +236,7 @@ class Remap:
         if "/" not in out[0] and (self.venv / "bin" / out[0]).exists():
             out[0] = str(self.venv / "bin" / out[0])
         for i, token in enumerate(out[:-1]):
-            if token in ("--http", "--http-socket") and out[i + 1] in (
+            if token in ("--http", "--http-socket", "--http11-socket") and out[i + 1] in (
                 f":{self.CLUSTER_PORT}",
                 f"0.0.0.0:{self.CLUSTER_PORT}",
             ):
@@ -1046,15 +1046,23 @@ class Stack:
         self.glance_command = remap.command(container["command"])
         self.glance = self.launch_glance("glance-api", self.glance_port)
 
-    def launch_glance(self, name: str, port: int) -> Process:
+    def launch_glance(
+        self,
+        name: str,
+        port: int,
+        edit: Callable[[list[str]], list[str]] | None = None,
+    ) -> Process:
         """Start the rendered Glance API container on ``port``; wait for its health check.
 
         The stack's own instance runs on ``glance_port``; a test may start another one from
         the same rendered container (same files, same environment but its own address) on a
-        port of its own.
+        port of its own. ``edit`` turns the remapped command into another one (the upload
+        bench's hand-tuned launches); the rendered command otherwise.
         """
         remap = replace(self.remap, port=port)
         command = remap.command(self.glance_container["command"])
+        if edit is not None:
+            command = edit(command)
         # Same files and secrets; its own address (worker_self_reference_url) on ``port``.
         env = remap.environment(
             self.rendered.container_env(self.glance_container, remap.downward_api)

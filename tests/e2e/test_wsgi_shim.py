@@ -128,6 +128,46 @@ REAL_DRIVER = textwrap.dedent(
     """
 )
 
+# Loads the shim like uWSGI (init_app stubbed), then uses the S3 driver's executor the way
+# its multipart upload does: two threads busy, a third part must wait for one of them.
+BOUND_DRIVER = textwrap.dedent(
+    """
+    import concurrent.futures, importlib.machinery, importlib.util, json, sys, threading, types
+    from glance.common import wsgi_app
+    from glance_store._drivers import s3
+
+    request = json.loads(sys.stdin.read())
+    wsgi_app.init_app = lambda: None
+    sys.argv = ["uwsgi"]
+    loader = importlib.machinery.SourceFileLoader("glance_wsgi_api", request["shim"])
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    release, submitted = threading.Event(), []
+    with s3.futures.ThreadPoolExecutor(max_workers=2) as executor:
+        busy = [executor.submit(release.wait) for _ in range(2)]
+        third = threading.Thread(target=lambda: submitted.append(executor.submit(len, "x")))
+        third.start()
+        third.join(1.0)
+        third_waited = third.is_alive() and not submitted
+        release.set()
+        third.join(30)
+        results = [f.result() for f in busy] + [submitted[0].result()]
+    try:
+        module.bound_s3_part_uploads(types.SimpleNamespace(__name__="gone", futures=None))
+        refused = None
+    except module.ShimError as exc:
+        refused = str(exc)
+    print("RESULT " + json.dumps({
+        "executor": s3.futures.ThreadPoolExecutor.__name__,
+        "wait_is_kept": s3.futures.wait is concurrent.futures.wait,
+        "third_waited": third_waited,
+        "results": results,
+        "slots_free_after": executor.slots._value,
+        "refused": refused,
+    }), flush=True)
+    """
+)
+
 
 def _python(release: str) -> Path:
     if os.environ.get(SKIP_ENV) == "1":
@@ -391,3 +431,16 @@ def test_the_real_init_app_builds_glance_from_the_config_dirs(shim_runs, release
     assert result["local_datadir"] == str(Path(files[2]).parents[1] / "local")  # 2nd dir
     assert result["status"].startswith("300"), result
     assert "v2.0" in result["versions"]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_s3_upload_holds_at_most_one_part_per_thread_in_memory(release, tmp_path):
+    # glance_store queues every part of a multipart upload without bound; the shim's
+    # executor makes the reading request wait instead (tests/e2e/test_upload_path.py).
+    result = _run(_python(release), BOUND_DRIVER, {"shim": str(SHIM)}, tmp_path)
+    assert result["executor"] == "BoundedThreadPoolExecutor"
+    assert result["wait_is_kept"]
+    assert result["third_waited"], "a third part was queued while both threads were busy"
+    assert result["results"] == [True, True, 1]
+    assert result["slots_free_after"] == 2
+    assert "gone no longer uploads parts" in result["refused"]

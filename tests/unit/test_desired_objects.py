@@ -86,11 +86,19 @@ DEFAULT_COMMAND = [
     "uwsgi",
     "--http",
     ":9292",
+    "--http-buffer-size",
+    "32768",
+    "--http-timeout",
+    "300",
+    "--http-headers-timeout",
+    "60",
+    "--socket-timeout",
+    "300",
     "--http-auto-chunked",
     "--http-chunked-input",
     "--chunked-input-limit",
     "16777216",
-    "--http-keepalive",
+    "--http-keepalive=60",
     "--route-if",
     "contains:${HTTP_TRANSFER_ENCODING};chunked addheader:Connection: close",
     "--hook-master-start",
@@ -113,7 +121,7 @@ DEFAULT_COMMAND = [
 
 
 @pytest.mark.parametrize("release", ["2025.2", "2026.1", "2026.2"])
-def test_every_release_launches_under_uwsgi_with_the_reference_tokens(release):
+def test_every_release_launches_under_uwsgi_with_the_tuned_tokens(release):
     assert api_container({"openStackRelease": release})["command"] == DEFAULT_COMMAND
 
 
@@ -135,19 +143,21 @@ def _replaced(tokens: list[str], old: list[str], new: list[str]) -> list[str]:
             {"httpKeepAlive": False},
             _replaced(
                 DEFAULT_COMMAND,
-                ["--http-keepalive", "--route-if", do.UWSGI_CLOSE_AFTER_CHUNKED],
+                ["--http-keepalive=60", "--route-if", do.UWSGI_CLOSE_AFTER_CHUNKED],
                 [],
             ),
             id="keepalive-false-drops-the-flag-and-the-close-announcement",
         ),
         pytest.param(
             {"httpKeepAliveTimeout": 5},
-            _replaced(
-                DEFAULT_COMMAND,
-                ["--http-keepalive"],
-                ["--http-keepalive", "--http-keepalive-timeout", "5"],
-            ),
-            id="keepalive-timeout-follows-keepalive",
+            _replaced(DEFAULT_COMMAND, ["--http-keepalive=60"], ["--http-keepalive=5"]),
+            id="keepalive-timeout-is-the-keepalive-value",
+        ),
+        pytest.param(
+            # uWSGI reads --http-keepalive=1 as "on" with no idle timeout of its own.
+            {"httpKeepAliveTimeout": 1},
+            _replaced(DEFAULT_COMMAND, ["--http-keepalive=60"], ["--http-keepalive=2"]),
+            id="keepalive-timeout-of-one-second-is-two",
         ),
         pytest.param(
             {"harakiri": 20},
@@ -172,13 +182,29 @@ def test_each_uwsgi_knob_changes_exactly_its_tokens(uwsgi, expected):
 @pytest.mark.parametrize(
     ("uwsgi", "absent"),
     [
-        ({"httpKeepAlive": False, "httpKeepAliveTimeout": 5}, "--http-keepalive-timeout"),
+        ({"httpKeepAlive": False, "httpKeepAliveTimeout": 5}, "--http-keepalive=5"),
         ({"harakiri": 0}, "--harakiri"),
-        ({"httpKeepAliveTimeout": 0}, "--http-keepalive-timeout"),
+        ({"httpKeepAliveTimeout": 0}, "--http-keepalive=0"),
     ],
 )
 def test_a_spec_that_bypassed_admission_never_emits_a_meaningless_cap(uwsgi, absent):
     assert absent not in do.uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
+
+
+def test_uwsgi_2_0_has_no_keepalive_timeout_option():
+    # The reference's --http-keepalive-timeout makes uWSGI 2.0 exit: unrecognized option.
+    command = do.uwsgi_command({"apiServer": {"uwsgi": {"httpKeepAliveTimeout": 30}}})
+    assert not any(token.startswith("--http-keepalive-timeout") for token in command)
+    assert "--http-keepalive=30" in command
+
+
+def test_a_paused_transfer_is_cut_by_neither_the_router_nor_a_worker_before_the_bound():
+    command = do.uwsgi_command({})
+    bound = str(do.UWSGI_TRANSFER_IDLE_TIMEOUT)
+    assert command[command.index("--http-timeout") + 1] == bound  # the router, both peers
+    assert command[command.index("--socket-timeout") + 1] == bound  # workers, chunked reads
+    assert do.UWSGI_TRANSFER_IDLE_TIMEOUT >= 120  # minutes, not uWSGI's 4 s
+    assert "--chunked-input-timeout" not in command  # it would override --socket-timeout
 
 
 def test_processes_and_threads_below_one_fall_back_to_the_defaults():

@@ -1,0 +1,289 @@
+"""Benchmark of the image upload path: the rendered uWSGI launch against hand-tuned ones.
+
+    make bench            (or: .venv/bin/python tests/bench/bench_upload.py
+                           [--rounds 3] [--size-mib 512] [--candidates all|NAME,...])
+
+Brings up the e2e stack (``tests/e2e/stack.py``: MariaDB, moto's S3 server, Keystone and a
+Glance from the render; ``make e2e-env`` installs what it runs) and starts, next to it, one
+Glance API per launch on a port of its own: the same rendered container (files,
+environment, WSGI shim, ``--processes``/``--threads``, log format, ``--pyargv``), only the
+HTTP front of the uWSGI command differs. Rounds alternate between the launches (the order
+rotates each round); each round is python-glanceclient's chunked upload of ``--size-mib``
+of random data (made on the fly, SHA-512 computed as it is sent), then its download
+(glanceclient verifies the checksum), then the image is deleted.
+
+Printed per launch: the median upload and download throughput (MiB/s), the median
+CPU-seconds per GiB moved of the launch's processes (uWSGI master, HTTP router if any,
+workers: the process group, ``tests/e2e/procstat.py``), and the ratio of the rendered
+launch's median throughput to the best hand-tuned one's. Nothing is asserted about time.
+The launches (``LAUNCHES``) and what each gives up are described in ``docs/upload.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+for entry in (ROOT / "tests", ROOT / ".collections", ROOT):
+    sys.path.insert(0, str(entry))
+
+from e2e.stack import DEMO_PASSWORD, Stack, StackError, free_port, missing_programs  # noqa: E402
+
+MIB = 1024 * 1024
+PROCSTAT = ROOT / "tests" / "e2e" / "procstat.py"
+CLOSE_AFTER_CHUNKED = "contains:${HTTP_TRANSFER_ENCODING};chunked addheader:Connection: close"
+GRACEFUL_SIGTERM = "unix_signal:15 gracefully_kill_them_all"
+COMMON = [
+    "--chunked-input-limit",
+    str(16 * MIB),
+    "--hook-master-start",
+    GRACEFUL_SIGTERM,
+    "--socket-timeout",
+    "300",
+]
+ROUTER = [
+    "--http-auto-chunked",
+    "--http-chunked-input",
+    "--http-keepalive",
+    "--route-if",
+    CLOSE_AFTER_CHUNKED,
+    "--http-timeout",
+    "300",
+]
+
+
+def _router(address: str, scratch: Path, *extra: str) -> list[str]:
+    return ["--http", address, *ROUTER, *extra, *COMMON]
+
+
+# name -> the HTTP front of the command (address, scratch directory -> tokens); the rest of
+# the command (from --log-master on: the application, processes, threads) is the rendered one.
+LAUNCHES: dict[str, Callable[[str, Path], list[str]]] = {
+    # The router (--http) with its default buffer, the page size (4 KiB): the launch as it
+    # was rendered before the router's buffer grew to 32 KiB (the rendered launch now).
+    "router-4k": lambda a, s: _router(a, s),
+    # The router talks to the workers over a UNIX socket instead of loopback TCP.
+    "router-32k-unix": lambda a, s: _router(
+        a, s, "--http-buffer-size", "32768", "--socket", str(s / "uwsgi.sock")
+    ),
+    # The workers serve HTTP/1.1 themselves (keep-alive), no router.
+    "http11-socket": lambda a, s: [
+        "--http11-socket",
+        a,
+        "--route-if",
+        CLOSE_AFTER_CHUNKED,
+        *COMMON,
+    ],
+    # The workers serve HTTP themselves, one request per connection.
+    "http-socket": lambda a, s: ["--http-socket", a, *COMMON],
+    # As http11-socket, with offload threads and TCP keep-alive probes.
+    "http11-socket-offload": lambda a, s: [
+        "--http11-socket",
+        a,
+        "--route-if",
+        CLOSE_AFTER_CHUNKED,
+        "--offload-threads",
+        "1",
+        "--so-keepalive",
+        *COMMON,
+    ],
+}
+RENDERED = "rendered"
+# The hand-tuned launch `make bench` compares the rendered one with (docs/upload.md).
+BEST = "http11-socket"
+
+# One round on one launch, in the e2e environment's python: upload, download, delete.
+ROUND = """
+import hashlib, importlib.util, json, random, sys, time
+from glanceclient import Client
+from keystoneauth1 import session
+from keystoneauth1.identity import v3
+
+req = json.loads(sys.stdin.read())
+spec = importlib.util.spec_from_file_location("procstat", req["procstat"])
+procstat = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(procstat)
+size, chunk = req["size"], 1024 * 1024
+auth = v3.Password(auth_url=req["auth_url"], username="demo", password=req["password"],
+                   project_name="demo", user_domain_id="default", project_domain_id="default")
+glance = Client("2", endpoint=req["endpoint"], session=session.Session(auth=auth))
+
+
+class Generated:
+    # Random data made on the fly, hashed as it is read: one chunk in memory at a time.
+    def __init__(self):
+        self.rng, self.left, self.sha512 = random.Random(req["seed"]), size, hashlib.sha512()
+
+    def read(self, n=chunk):
+        n = min(n, self.left)
+        self.left -= n
+        block = self.rng.randbytes(n) if n else b""
+        self.sha512.update(block)
+        return block
+
+
+image = glance.images.create(name="bench-upload", disk_format="raw", container_format="bare")
+try:
+    data = Generated()
+    cpu, started = procstat.group_cpu_seconds(req["pgid"]), time.monotonic()
+    glance.images.upload(image["id"], data, image_size=size)  # as `glance image-upload`
+    upload_s = time.monotonic() - started
+    upload_cpu = procstat.group_cpu_seconds(req["pgid"]) - cpu
+    record = glance.images.get(image["id"])
+    assert record["status"] == "active", record["status"]
+    assert record["os_hash_value"] == data.sha512.hexdigest(), "upload checksum"
+    received, cpu, started = 0, procstat.group_cpu_seconds(req["pgid"]), time.monotonic()
+    for block in glance.images.data(image["id"]):  # verifies os_hash_value as it reads
+        received += len(block)
+    download_s = time.monotonic() - started
+    download_cpu = procstat.group_cpu_seconds(req["pgid"]) - cpu
+    assert received == size, received
+finally:
+    glance.images.delete(image["id"])
+print(json.dumps({"upload_s": upload_s, "download_s": download_s,
+                  "upload_cpu": upload_cpu, "download_cpu": download_cpu}))
+"""
+
+
+def hand_tuned(name: str, address: str, scratch: Path) -> Callable[[list[str]], list[str]]:
+    """The edit that turns the remapped rendered command into launch ``name``."""
+
+    def edit(command: list[str]) -> list[str]:
+        if "--log-master" not in command:
+            raise StackError(f"the rendered command has no --log-master: {command}")
+        return [
+            command[0],
+            *LAUNCHES[name](address, scratch),
+            *command[command.index("--log-master") :],
+        ]
+
+    return edit
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size-mib", type=int, default=512)
+    parser.add_argument(
+        "--candidates",
+        default=BEST,
+        help=f"'all' or a comma-separated list of {', '.join(LAUNCHES)} (default {BEST})",
+    )
+    args = parser.parse_args(argv)
+    names = list(LAUNCHES) if args.candidates == "all" else args.candidates.split(",")
+    unknown = [n for n in names if n not in LAUNCHES]
+    if unknown:
+        parser.error(f"--candidates: unknown {unknown}; known: {', '.join(LAUNCHES)}")
+    missing = missing_programs()
+    if missing:
+        print("bench_upload: not run, missing: " + ", ".join(missing), file=sys.stderr)
+        return 1
+    size = args.size_mib * MIB
+    results: dict[str, list[dict[str, float]]] = {RENDERED: [], **{n: [] for n in names}}
+    failures: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-upload-") as tmp:
+        stack = Stack(Path(tmp), log=lambda msg: print(msg, file=sys.stderr))
+        try:
+            stack.start()
+            pgids = {RENDERED: (stack.glance.popen.pid, stack.glance_url)}
+            for name in names:
+                port = free_port()
+                scratch = Path(tmp) / f"launch-{name}"
+                scratch.mkdir()
+                edit = hand_tuned(name, f"127.0.0.1:{port}", scratch)
+                proc = stack.launch_glance(f"glance-api-{name}", port, edit)
+                pgids[name] = (proc.popen.pid, f"http://127.0.0.1:{port}")
+            order = list(pgids)
+            for number in range(args.rounds):
+                shift = number % len(order)
+                for name in order[shift:] + order[:shift]:
+                    pgid, endpoint = pgids[name]
+                    try:
+                        outcome = stack.e2e_python(
+                            ROUND,
+                            {
+                                "procstat": str(PROCSTAT),
+                                "pgid": pgid,
+                                "endpoint": endpoint,
+                                "size": size,
+                                "seed": number,
+                                "auth_url": stack.keystone_url,
+                                "password": DEMO_PASSWORD,
+                            },
+                            timeout=1800,
+                        )
+                    except AssertionError as exc:  # a launch that fails the client
+                        failures.setdefault(name, []).append(str(exc).strip().splitlines()[-1])
+                        print(
+                            f"round {number + 1} {name:<22} FAILED: {failures[name][-1]}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                        continue
+                    results[name].append(outcome)
+                    print(
+                        f"round {number + 1} {name:<22} up {args.size_mib / outcome['upload_s']:6.1f}"
+                        f" MiB/s ({outcome['upload_cpu']:.1f} CPU-s), down"
+                        f" {args.size_mib / outcome['download_s']:6.1f} MiB/s"
+                        f" ({outcome['download_cpu']:.1f} CPU-s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        except StackError as exc:
+            print(f"bench_upload: the stack failed: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            stack.stop()
+    report(results, failures, args.size_mib, args.rounds)
+    return 0
+
+
+def report(
+    results: dict[str, list[dict[str, float]]],
+    failures: dict[str, list[str]],
+    size_mib: int,
+    rounds: int,
+) -> None:
+    gib = size_mib / 1024
+    rows = {}
+    for name, outcomes in results.items():
+        if not outcomes:
+            continue
+        rows[name] = {
+            "up": statistics.median(size_mib / o["upload_s"] for o in outcomes),
+            "down": statistics.median(size_mib / o["download_s"] for o in outcomes),
+            "up_cpu": statistics.median(o["upload_cpu"] / gib for o in outcomes),
+            "down_cpu": statistics.median(o["download_cpu"] / gib for o in outcomes),
+        }
+    print(
+        f"\nupload path on the e2e stack: {size_mib} MiB up and down with python-glanceclient,"
+        f" medians of {rounds} alternating rounds"
+    )
+    print(
+        f"{'launch':<24}{'up MiB/s':>10}{'down MiB/s':>12}{'up CPU-s/GiB':>14}"
+        f"{'down CPU-s/GiB':>16}"
+    )
+    for name, row in rows.items():
+        print(
+            f"{name:<24}{row['up']:>10.1f}{row['down']:>12.1f}{row['up_cpu']:>14.2f}"
+            f"{row['down_cpu']:>16.2f}"
+        )
+    for name, messages in failures.items():
+        print(f"{name:<24}failed {len(messages)} of {rounds} rounds: {messages[0]}")
+    tuned = [n for n in rows if n != RENDERED]
+    if RENDERED not in rows or not tuned:
+        return
+    best = BEST if BEST in rows else max(tuned, key=lambda n: rows[n]["up"] + rows[n]["down"])
+    print(
+        f"rendered / {best}: upload {rows[RENDERED]['up'] / rows[best]['up']:.2f}, "
+        f"download {rows[RENDERED]['down'] / rows[best]['down']:.2f} (target >= 0.95)"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
