@@ -255,10 +255,28 @@ def _requeue_periods(run) -> list[str]:
     ]
 
 
+def test_an_immediate_requeue_is_asked_for_as_1s(operator_sdk_util, tmp_path):
+    """A requeue of 0 s (upgrade steps, abort) is sent as 1s: a period of 0 means no
+    requeue to controller-runtime (fact 6). The playbooks' own task file, included as
+    glance.yml includes it."""
+    playbook = tmp_path / "requeue.yml"
+    task_file = ROOT / "playbooks" / "tasks" / "requeue_operator_sdk.yml"
+    playbook.write_text(
+        "---\n- name: Requeue\n  hosts: localhost\n  connection: local\n"
+        "  gather_facts: false\n  tasks:\n    - name: Ask\n"
+        f"      ansible.builtin.include_tasks: {task_file}\n"
+        "      vars:\n        requeue_operator_sdk_seconds: 0\n"
+    )
+    env = {"ANSIBLE_COLLECTIONS_PATH": f"{ROOT / '.collections'}:{operator_sdk_util}"}
+    run = run_playbook(str(playbook), {}, env=env)
+    assert run.ok, run.failures
+    assert _requeue_periods(run) == ["1s"]
+
+
 def test_a_pass_asks_ansible_operator_for_its_requeue_as_a_go_duration(operator_sdk_util, tmp_path):
     """Two passes of the minimal sample, given the variables ansible-operator passes (fact
-    5): the finalizer pass asks for an immediate requeue (0 s: sent as 1s, fact 6), the next
-    one waits for db-sync (30 s); each time the set_stats request stays for the runner."""
+    5): each waits for db-sync (30 s; the first adds the finalizer with its writes) and asks
+    for it as a Go duration; each time the set_stats request stays for the runner."""
     paths = f"{ROOT / '.collections'}:{operator_sdk_util}"
     env = {"C5C3_GLANCE_REQUEUE_MODULE": REQUEUE_MODULE, "ANSIBLE_COLLECTIONS_PATH": paths}
     with FakeAPIServer() as double:
@@ -281,7 +299,7 @@ def test_a_pass_asks_ansible_operator_for_its_requeue_as_a_go_duration(operator_
             (period,) = _requeue_periods(run)
             assert GO_DURATION.fullmatch(period)
             asked.append((period, run.requeue_after))
-        assert asked == [("1s", 0), ("30s", 30)]
+        assert asked == [("30s", 30), ("30s", 30)]
         # Without the image's variable (the default image, a workstation) nothing changes.
         plain = run_playbook(
             "glance.yml",
