@@ -30,16 +30,18 @@ encodes the owner in the user name), ``exec`` credential plugins
 (``client.authentication.k8s.io`` ExecCredential, run again when the token expires), the
 ``oidc`` auth provider; ``insecure-skip-tls-verify``, ``tls-server-name`` and ``proxy-url``
 (an HTTP proxy, through a CONNECT tunnel; SOCKS needs PySocks, which is not installed, and
-is refused with a message) are honoured. What stays here: choosing the
-files and the error messages that name the file, the variable and the field; the
-``current-context`` of the first file (the library takes the last one's); re-reading a
-kubeconfig ``tokenFile`` when it changes (the library reads it once); refusing an
-auth-provider the library would silently ignore.
+is refused with a message) are honoured; without ``proxy-url``, ``HTTPS_PROXY``/``HTTP_PROXY``
+and ``NO_PROXY`` apply as in kubectl, which never proxies an API server on loopback. What
+stays here: choosing the files and the error messages that name the file, the variable
+and the field; the ``current-context`` of the first file (the library takes the last
+one's); re-reading a kubeconfig ``tokenFile`` when it changes (the library reads it once);
+refusing an auth-provider the library would silently ignore; not proxying loopback.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import json
 import logging
 import os
@@ -148,6 +150,7 @@ class Connection:
         if self.configuration is None:
             self.configuration = _new_configuration()
             self.configuration.host = self.server
+            _loopback_goes_direct(self.configuration)
 
     def describe(self) -> str:
         return f"{self.server} ({self.source})" if self.source else self.server
@@ -157,6 +160,26 @@ def _new_configuration() -> Configuration:
     """A private ``Configuration``: ``type.__call__`` as ``kubernetes.config`` does, so the
     library's global default is neither read nor set."""
     return type.__call__(Configuration)
+
+
+def _loopback_goes_direct(configuration: Configuration) -> None:
+    """Drop a proxy taken from ``HTTPS_PROXY``/``HTTP_PROXY`` for an API server on loopback.
+
+    Hand-written for parity with kubectl: Go's ``http.ProxyFromEnvironment`` never proxies
+    ``localhost`` or a loopback address, whatever ``NO_PROXY`` says, while the ``kubernetes``
+    client applies the environment's proxy to every host ``NO_PROXY`` does not name. A
+    workstation with a corporate proxy set and a kind cluster on 127.0.0.1 would otherwise
+    send its passes to the proxy. Call it only where the proxy came from the environment
+    (a kubeconfig ``proxy-url`` applies to loopback too, as in client-go)."""
+    if not configuration.proxy:
+        return
+    host = (urllib.parse.urlsplit(configuration.host).hostname or "").lower()
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback:
+        configuration.proxy = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,6 +298,8 @@ def load_kubeconfig(files: Sequence[Path], context: str | None = None) -> Connec
         command = (user.get("exec") or {}).get("command")
         raise KubeConfigError(f"user {user_name!r}: exec plugin {command}: {reason}")
     proxy = str((cluster.get("cluster") or {}).get("proxy-url") or "")
+    if not proxy:
+        _loopback_goes_direct(configuration)
     if proxy.lower().startswith("socks") and importlib.util.find_spec("socks") is None:
         raise KubeConfigError(
             f"cluster {cluster_name!r}: proxy-url {proxy} is a SOCKS proxy, which needs the "
@@ -337,6 +362,7 @@ def in_cluster_connection(directory: Path = SERVICE_ACCOUNT_DIR) -> Connection:
         ).load_and_set(configuration)
     except ConfigException as exc:
         raise KubeConfigError(f"in-cluster service account ({directory}): {exc}") from exc
+    _loopback_goes_direct(configuration)
     namespace_file = directory / "namespace"
     return Connection(
         server=configuration.host,

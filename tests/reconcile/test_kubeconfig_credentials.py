@@ -88,6 +88,50 @@ def test_passes_go_through_the_proxy_url_of_the_kubeconfig(api, tmp_path):
     assert all(t.bytes_up and t.bytes_down for t in proxy.tunnels)
 
 
+def proxy_environment(url: str) -> dict[str, str]:
+    """A workstation's proxy settings: every spelling set, nothing exempted."""
+    return {name: url for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")} | {
+        "NO_PROXY": "",
+        "no_proxy": "",
+    }
+
+
+def test_a_proxy_from_the_environment_carries_passes_as_kubectl_uses_it(api, tmp_path):
+    api.create_all(sample_documents())
+    url, cluster, _ = server_of(api)
+    with ConnectProxy(routes={"kube.invalid": "127.0.0.1"}) as proxy:
+        remote = {"server": f"https://kube.invalid:{url.port}"}
+        if cluster.get("certificate-authority-data"):
+            remote["tls-server-name"] = "localhost"
+        kubeconfig = derived_kubeconfig(api, tmp_path / "remote", remote)
+        run = run_playbook(
+            "glance.yml",
+            {"glance_name": "glance", "glance_namespace": api.namespace},
+            kubeconfig=kubeconfig,
+            env=proxy_environment(proxy.url),
+        )
+        assert run.ok, f"{run.failures}\n{run.stdout[-3000:]}"
+    assert api.get("Job", "glance-db-sync") is not None
+    assert not proxy.refused
+    assert {t.target for t in proxy.tunnels} == {f"kube.invalid:{url.port}"}
+
+
+def test_an_api_server_on_loopback_is_reached_directly_despite_a_proxy_environment(api, tmp_path):
+    """kubectl never proxies loopback (a kind cluster on a workstation behind a corporate
+    proxy); the environment's proxy here is one that is never reached."""
+    api.create_all(sample_documents())
+    with ConnectProxy() as proxy:
+        run = run_playbook(
+            "glance.yml",
+            {"glance_name": "glance", "glance_namespace": api.namespace},
+            kubeconfig=api.kubeconfig,
+            env=proxy_environment(proxy.url),
+        )
+        assert run.ok, f"{run.failures}\n{run.stdout[-3000:]}"
+    assert api.get("Job", "glance-db-sync") is not None
+    assert proxy.tunnels == [] and proxy.refused == []
+
+
 def write_exec_plugin(tmp_path: Path, token: str) -> tuple[Path, Path]:
     """A credential plugin printing ``token``; each run appends its request to a log."""
     runs = tmp_path / "exec-runs.jsonl"

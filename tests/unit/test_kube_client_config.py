@@ -169,6 +169,57 @@ def test_proxy_url_and_tls_settings_reach_the_configuration(tmp_path):
     assert config.verify_ssl is False
 
 
+ENV_PROXY = "http://proxy.example:3128"
+
+
+@pytest.mark.parametrize(
+    ("server", "proxy_url", "expected"),
+    [
+        # kubectl (Go's ProxyFromEnvironment) never proxies loopback, whatever NO_PROXY says
+        ("https://127.0.0.1:6443", None, None),
+        ("https://127.0.0.2:6443", None, None),
+        ("https://[::1]:6443", None, None),
+        ("https://localhost:6443", None, None),
+        ("https://LocalHost:6443", None, None),
+        # any other server takes HTTPS_PROXY
+        ("https://10.0.0.1:6443", None, ENV_PROXY),
+        ("https://kube.example:6443", None, ENV_PROXY),
+        ("https://localhost.example:6443", None, ENV_PROXY),
+        # NO_PROXY still applies (the library reads it; the request path checks it)
+        ("https://api.internal:6443", None, ENV_PROXY),
+        # a kubeconfig proxy-url applies to loopback too, as in client-go
+        ("https://127.0.0.1:6443", "http://127.0.0.1:3128", "http://127.0.0.1:3128"),
+    ],
+)
+def test_an_environment_proxy_is_not_used_for_an_api_server_on_loopback(
+    tmp_path, monkeypatch, server, proxy_url, expected
+):
+    for variable in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", ENV_PROXY)
+    monkeypatch.setenv("NO_PROXY", "api.internal")
+    extra = {"proxy-url": proxy_url} if proxy_url else None
+    path = kubeconfig(tmp_path / "kc", server=server, cluster_extra=extra)
+    config = kc.load_connection(str(path)).configuration
+    assert config.proxy == expected
+    assert config.no_proxy == "api.internal"
+
+
+def test_the_in_cluster_connection_takes_the_environment_proxy_but_not_for_loopback(
+    tmp_path, monkeypatch
+):
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    (sa / "token").write_text("sa-token")
+    (sa / "ca.crt").write_bytes(b"CLUSTER CA")
+    monkeypatch.setenv("HTTPS_PROXY", ENV_PROXY)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    assert kc.in_cluster_connection(sa).configuration.proxy == ENV_PROXY
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    assert kc.in_cluster_connection(sa).configuration.proxy is None
+
+
 def test_the_library_global_configuration_is_left_alone(tmp_path):
     from kubernetes.client import Configuration
 
