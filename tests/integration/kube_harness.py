@@ -77,10 +77,15 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports on 127.0.0.1: every socket stays bound until all are
+    chosen, so the kernel cannot hand the same port out twice (etcd and kube-apiserver on one
+    port failed a start with "address already in use")."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
 class ApiError(Exception):
@@ -158,7 +163,7 @@ class KubeApiServer:
         self.client: Client | None = None
 
     def start(self, timeout: float = 90.0) -> Client:
-        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        etcd_port, peer_port, api_port = _free_ports(3)
         self._spawn(
             "etcd",
             [
