@@ -353,6 +353,7 @@ class _Pass:
     def __init__(self, conn: socket.socket, pid: int) -> None:
         self.conn = conn
         self.pid = pid
+        self.kill_at: float | None = None
 
 
 class Server:
@@ -370,6 +371,7 @@ class Server:
         self.stopping = False
         self.parent = os.getppid()
         self.cpu_total = 0.0
+        self.sweep_until = 0.0
 
     def bind(self) -> None:
         path = self.directory / SOCKET_NAME
@@ -381,6 +383,7 @@ class Server:
         os.replace(temporary, path)  # the socket appears only once the server is ready
 
     def run(self) -> int:
+        _become_subreaper()
         os.set_blocking(self.wake_read, False)
         os.set_blocking(self.wake_write, False)
         signal.set_wakeup_fd(self.wake_write)
@@ -399,6 +402,7 @@ class Server:
                 else:
                     self._client_readable(item.data)
             self._reap()
+            self._enforce()
             if os.getppid() != self.parent:  # the runner is gone
                 self.stopping = True
         self._stop_passes()
@@ -452,9 +456,40 @@ class Server:
         self.selector.unregister(conn)
         conn.close()
         if entry is not None and entry.pid in self.passes:
-            # The client died (ansible-runner's SIGKILL): the pass goes with it.
+            # The client died (ansible-runner's SIGKILL after a cancel's grace): the pass
+            # goes with it. SIGTERM first, so ansible-playbook stops its workers (each in
+            # a session of its own), SIGKILL after the grace (``_enforce``).
             with contextlib.suppress(OSError):
-                os.killpg(entry.pid, signal.SIGKILL)
+                os.killpg(entry.pid, signal.SIGTERM)
+            entry.kill_at = time.monotonic() + KILL_GRACE
+
+    def _enforce(self) -> None:
+        """SIGKILL the passes whose grace ran out; kill what killed passes left behind."""
+        now = time.monotonic()
+        for entry in self.passes.values():
+            if entry.kill_at is not None and now >= entry.kill_at:
+                with contextlib.suppress(OSError):
+                    os.killpg(entry.pid, signal.SIGKILL)
+        if now < self.sweep_until:
+            self._kill_orphans()
+
+    def _kill_orphans(self) -> None:
+        """A pass killed before it stopped its workers leaves them (and their modules,
+        each worker a session of its own) to the server, a child subreaper: every child of
+        the server that is not a pass is such an orphan; its process group is killed."""
+        me = str(os.getpid())
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) in self.passes:
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me:
+                with contextlib.suppress(OSError):
+                    os.killpg(int(fields[2]), signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.kill(int(entry.name), signal.SIGKILL)
 
     def _reap(self) -> None:
         while self.passes:
@@ -468,7 +503,10 @@ class Server:
             cpu = usage.ru_utime + usage.ru_stime
             self.cpu_total += cpu
             if entry is None:
-                continue
+                continue  # an orphan of a killed pass (``_kill_orphans``)
+            if os.WIFSIGNALED(status) or entry.kill_at is not None:
+                self.sweep_until = time.monotonic() + KILL_GRACE
+                self._kill_orphans()
             # Whatever the pass left in its process group goes with it, as with a cold pass
             # whose ansible-runner closes the pty.
             with contextlib.suppress(OSError):
@@ -529,6 +567,15 @@ class Server:
             code = 1
         finally:
             os._exit(code)
+
+
+def _become_subreaper() -> None:
+    """``prctl(PR_SET_CHILD_SUBREAPER)``: orphans of the passes become the server's."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:

@@ -27,25 +27,10 @@ from test_runner_support import (
     idle,
     processes_naming,
     settle_until,
-    start_real_apiserver,
     wait_until,
 )
 
 FINALIZER = "glance.openstack.c5c3.io/finalizer"
-
-
-@pytest.fixture(scope="session")
-def real_apiserver():
-    server = start_real_apiserver()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
-def api(request, tmp_path):
-    yield from api_env(request.param, request, tmp_path)
 
 
 @pytest.fixture
