@@ -536,8 +536,8 @@ class Server:
             except ChildProcessError:
                 break
             self._reap()
-        with contextlib.suppress(OSError):
-            (self.directory / SOCKET_NAME).unlink()
+        # The server's private dir goes with it (the runner may have been SIGKILLed).
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     # -- the child ------------------------------------------------------------------------
     def _become_pass(  # pragma: no cover - runs in the forked child
@@ -779,6 +779,7 @@ class WarmServer:
             self.log.info(
                 "warm server ready",
                 pid=process.pid,
+                directory=str(self.directory),
                 warm_up_cpu_seconds=self.ready.get("cpu_seconds"),
                 modules=self.ready.get("modules"),
                 skipped=self.ready.get("skipped"),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from support.api_env import sample_documents
-from test_runner_support import ROOT, processes_naming, wait_until
+from test_runner_support import ROOT, RunnerProcess, api_env, processes_naming, wait_until
 
 from runner.playbook import PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.warm import CLIENT_NAME, SOCKET_NAME, WarmServer, client_script
@@ -364,3 +364,34 @@ def test_glance_passes_through_the_warm_server_match_cold_ones(api, warm, tmp_pa
         assert recaps[0] == recaps[1], number
         assert w.outcome == c.outcome, number
     assert hot[0].outcome.requeue_after is not None  # the runner's requeue came through
+
+
+@pytest.fixture
+def double_api(request, tmp_path):
+    yield from api_env("double", request, tmp_path)
+
+
+@pytest.mark.parametrize("setting", ["true", "false"])
+def test_warm_passes_setting_of_the_runner(double_api, tmp_path, setting):
+    """``python -m runner`` runs its passes through the warm server; ``WARM_PASSES=false``
+    runs a cold ansible-playbook per pass and starts no server. The server's processes and
+    private dir are gone when the runner stops."""
+    double_api.create_all(sample_documents())
+    runner = RunnerProcess(double_api, tmp_path, env={"WARM_PASSES": setting}).start()
+    try:
+        if setting == "true":
+            [ready] = wait_until(lambda: runner.find("warm server ready"), what="server ready")
+            assert ready["skipped"] == []
+            wait_until(lambda: runner.find("pass finished", warm=True), 300, what="a warm pass")
+            directory = ready["directory"]
+            assert processes_naming(directory)
+        else:
+            finished = runner.wait_for("pass finished", timeout=300, controller="glance")
+            assert finished["warm"] is False
+            assert not runner.find("warm server ready")
+        assert runner.terminate(timeout=120) == 0
+        if setting == "true":
+            wait_until(lambda: not processes_naming(directory), 30, what="the server gone")
+            assert not Path(directory).exists()
+    finally:
+        runner.kill()
