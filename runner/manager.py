@@ -291,11 +291,15 @@ class Manager:
     def _start_controllers(self) -> None:
         if self.warm is not None:
             # Only the leader runs passes; the server warms up while the informers list.
-            self.warm.start(wait=None)
-            self.executor.warm = self.warm
-            threading.Thread(
-                target=self.warm.wait_ready, args=(60.0,), name="warm-ready", daemon=True
-            ).start()
+            try:
+                self.warm.start(wait=None)
+            except OSError as error:
+                log.warning("cannot start the warm server; passes run cold", error=str(error))
+            else:
+                self.executor.warm = self.warm
+                threading.Thread(
+                    target=self.warm.wait_ready, args=(60.0,), name="warm-ready", daemon=True
+                ).start()
         namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
         for controller in self.controllers.values():
             watch = controller.watch

@@ -25,6 +25,12 @@ As ansible-operator runs it (``docs/research/ansible-operator-conventions.md`` Â
   ``runner.extravars.run_outcome``; only failures and the recap are written to the run's
   artifacts (``KEPT_EVENTS``), next to its ``stdout``, ``rc`` and ``status``.
 
+With a warm server (``runner/warm.py``, on unless ``WARM_PASSES=false``), ansible-runner's
+``binary`` is the server's client and the playbook its ``cmdline``: the pass runs in a
+process forked from a pre-imported interpreter; everything above, the events and the
+artifacts are the same (``docs/runner.md``, "Warm passes"). When the server is not up,
+the pass runs the cold ``ansible-playbook``.
+
 ansible-runner starts ``ansible-playbook`` under a pseudo-terminal, in a session (and
 process group) of its own. **Cancelling** a run (shutdown after the grace period, or a
 lost Lease) sends that process group SIGTERM, so Ansible can stop its workers and remove
