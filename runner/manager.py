@@ -51,6 +51,7 @@ from runner.probes import EndpointServer, check
 from runner.reconciler import Reconciled, Reconciler
 from runner.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
 from runner.settings import Settings
+from runner.warm import WarmServer
 from runner.watches import Watch, max_concurrent_reconciles
 from runner.workqueue import (
     MonotonicClock,
@@ -110,6 +111,16 @@ class Manager:
         envvars = run_environment(
             self.environ, settings.kubeconfig, checkout_ansible_cfg(settings.watches_file)
         )
+        self.warm: WarmServer | None = None
+        if settings.warm_passes:
+            # ansible-runner runs a pass from its playbook's directory (a role's: its
+            # private data dir); the server warms up where the first watch's passes run.
+            playbooks = [w.playbook for w in watches if w.playbook is not None]
+            self.warm = WarmServer(
+                {**self.environ, **envvars},
+                cwd=playbooks[0].parent if playbooks else None,
+                log=Log("warm"),
+            )
         self.executor = PlaybookRunner(
             settings.runner_dir or DEFAULT_PARENT, envvars, settings.ansible_verbosity, self.environ
         )  # its root is set when the runner dir is claimed (run)
@@ -278,6 +289,17 @@ class Manager:
         )
 
     def _start_controllers(self) -> None:
+        if self.warm is not None:
+            # Only the leader runs passes; the server warms up while the informers list.
+            try:
+                self.warm.start(wait=None)
+            except OSError as error:
+                log.warning("cannot start the warm server; passes run cold", error=str(error))
+            else:
+                self.executor.warm = self.warm
+                threading.Thread(
+                    target=self.warm.wait_ready, args=(60.0,), name="warm-ready", daemon=True
+                ).start()
         namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
         for controller in self.controllers.values():
             watch = controller.watch
@@ -477,6 +499,8 @@ class Manager:
                 worker.join(self.executor.kill_grace + 10)
         for informer in self.informers:
             informer.stop()
+        if self.warm is not None:
+            self.warm.stop()
         if self.elector is not None:
             self.elector.stop(release=not self.lost.is_set())
             self.leader_gauge.labels(name=self.settings.leader_election_id).set(0)

@@ -25,6 +25,12 @@ As ansible-operator runs it (``docs/research/ansible-operator-conventions.md`` Â
   ``runner.extravars.run_outcome``; only failures and the recap are written to the run's
   artifacts (``KEPT_EVENTS``), next to its ``stdout``, ``rc`` and ``status``.
 
+With a warm server (``runner/warm.py``, on unless ``WARM_PASSES=false``), ansible-runner's
+``binary`` is the server's client and the playbook its ``cmdline``: the pass runs in a
+process forked from a pre-imported interpreter; everything above, the events and the
+artifacts are the same (``docs/runner.md``, "Warm passes"). When the server is not up,
+the pass runs the cold ``ansible-playbook``.
+
 ansible-runner starts ``ansible-playbook`` under a pseudo-terminal, in a session (and
 process group) of its own. **Cancelling** a run (shutdown after the grace period, or a
 lost Lease) sends that process group SIGTERM, so Ansible can stop its workers and remove
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -51,6 +58,7 @@ from typing import Any
 import ansible_runner
 
 from runner.extravars import RunOutcome, extra_vars, run_outcome
+from runner.warm import WarmServer
 from runner.watches import Watch, ansible_verbosity, max_runner_artifacts
 from runner.workqueue import ObjectKey
 
@@ -88,6 +96,8 @@ class PassRun:
     cancelled: bool = False
     stdout_tail: str = ""
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    warm: bool = False
+    """Run through the warm fork server (``runner/warm.py``), not a cold ansible-playbook."""
 
 
 def checkout_ansible_cfg(watches_file: Path) -> Path | None:
@@ -143,12 +153,14 @@ class PlaybookRunner:
         verbosity: int = 2,
         environ: Mapping[str, str] | None = None,
         kill_grace: float = KILL_GRACE,
+        warm: WarmServer | None = None,
     ) -> None:
         self.root = root
         self.envvars = dict(envvars)
         self.verbosity = verbosity
         self.environ = os.environ if environ is None else environ
         self.kill_grace = kill_grace
+        self.warm = warm
 
     def run(
         self,
@@ -209,6 +221,13 @@ class PlaybookRunner:
             options["role"] = target.role.name
             options["roles_path"] = [str(target.role.parent)]
             options["project_dir"] = str(directory)
+        binary = self.warm.binary() if self.warm is not None else None
+        if binary is not None:
+            # With a ``binary`` ansible-runner leaves the playbook off the command line;
+            # for a role it is the play it writes to ``project/main.json``.
+            playbook = options.get("playbook") or str(directory / "project" / "main.json")
+            options["binary"] = binary
+            options["cmdline"] = shlex.quote(playbook)
         start = time.monotonic()
         result = ansible_runner.run(**options)
         seconds = time.monotonic() - start
@@ -227,6 +246,7 @@ class PlaybookRunner:
             cancelled=cancelled.is_set() or result.status == "canceled",
             stdout_tail=tail,
             events=events,
+            warm=binary is not None,
         )
 
     def _terminate(self, directory: Path) -> None:

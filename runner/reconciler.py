@@ -203,6 +203,7 @@ class Reconciler:
             "changed": stats.changed if stats else None,
             "status": run.status,
             "ident": run.ident,
+            "warm": getattr(run, "warm", False),
             **fields,
         }
         if outcome.succeeded:

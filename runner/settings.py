@@ -77,6 +77,9 @@ class Settings:
     ansible_verbosity: int
     dependent_label_selector: str
     log_level: str
+    warm_passes: bool = True
+    """Passes through the warm fork server (``runner/warm.py``); false: a cold
+    ``ansible-playbook`` per pass."""
 
 
 def cpu_limit(
@@ -281,6 +284,13 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         "label selector of the owned objects the runner watches; empty: every object",
     ),
     ("--log-level", "LOG_LEVEL", "info", "debug, info, warning or error"),
+    (
+        "--warm-passes",
+        "WARM_PASSES",
+        "true",
+        "run passes through the warm fork server (pre-imported ansible-playbook); "
+        "false: a cold ansible-playbook per pass",
+    ),
 )
 
 
@@ -382,6 +392,7 @@ def parse_settings(
         ansible_verbosity=int(verbosity),
         dependent_label_selector=text("dependent_label_selector").strip(),
         log_level=level,
+        warm_passes=parse_bool(text("warm_passes"), source["warm_passes"]),
     )
 
 

@@ -54,6 +54,16 @@ def compile_rule(rule: str) -> Any:
     return program
 
 
+def crd_rules(node: Any) -> list[str]:
+    """Every ``x-kubernetes-validations`` rule in a CRD (or any part of one)."""
+    if isinstance(node, dict):
+        found = [str(v["rule"]) for v in node.get("x-kubernetes-validations") or [] if "rule" in v]
+        return found + [rule for value in node.values() for rule in crd_rules(value)]
+    if isinstance(node, list):
+        return [rule for value in node for rule in crd_rules(value)]
+    return []
+
+
 def is_transition_rule(rule: str) -> bool:
     return bool(_OLD_SELF.search(rule))
 

@@ -33,7 +33,10 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs
-from ansible_collections.c5c3.glance.plugins.module_utils.cel_validation import compile_rule
+from ansible_collections.c5c3.glance.plugins.module_utils.cel_validation import (
+    compile_rule,
+    crd_rules,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
     load_catalogs,
     load_crds,
@@ -42,22 +45,12 @@ from ansible_collections.c5c3.glance.plugins.module_utils.collection_files impor
 LOCAL_CONNECTIONS = frozenset({"local", "ansible.builtin.local"})
 
 
-def _cel_rules(node: Any) -> list[str]:
-    """Every ``x-kubernetes-validations`` rule in a CRD."""
-    if isinstance(node, dict):
-        found = [str(v["rule"]) for v in node.get("x-kubernetes-validations") or [] if "rule" in v]
-        return found + [rule for value in node.values() for rule in _cel_rules(value)]
-    if isinstance(node, list):
-        return [rule for value in node for rule in _cel_rules(value)]
-    return []
-
-
 # The warm-up (see the module docstring): pass_inputs imports every decision module; the
 # CRDs' CEL rules are compiled once (the judge of the stored objects evaluates them).
 WARM = (
     pass_inputs.__name__,
     load_catalogs(),
-    [compile_rule(rule) for rule in _cel_rules(load_crds())],
+    [compile_rule(rule) for rule in crd_rules(load_crds())],
 )
 
 

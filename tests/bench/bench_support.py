@@ -8,7 +8,10 @@
   (``ansible.builtin.debug``) run exactly as a pass is run (``run_playbook``: through
   ansible-runner, with the collection's ansible.cfg), measured in the same run as the
   figures it is printed next to, on the same loaded machine.
-* ``timed(fn)``: wall and CPU seconds (this process and its reaped children) of a call.
+* ``timed(fn, warm)``: wall and CPU seconds (this process and its reaped children, and
+  with ``warm`` the warm server and the passes it forked and reaped) of a call.
+* ``warm_server(work)``: the runner's warm fork server (``runner.warm``), started with the
+  environment a pass gets, stopped on exit.
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ from support.fake_apiserver import FakeAPIServer  # noqa: E402
 from support.playbook_run import run_playbook  # noqa: E402
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (  # noqa: E402
+    COLLECTION_ROOT,
     load_crds,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (  # noqa: E402
     KubeClient,
 )
+from runner.warm import WarmServer  # noqa: E402
 
 FLOOR_PLAY = """\
 - name: One task
@@ -59,20 +64,45 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """``fn()``, its wall seconds and its CPU seconds (with the processes it waited for)."""
+def timed(fn: Callable[[], Any], warm: WarmServer | None = None) -> tuple[Any, float, float]:
+    """``fn()``, its wall seconds and its CPU seconds (with the processes it waited for, and
+    the warm server's passes: the server reaps them, so its ``/proc`` counts them)."""
     cpu, start = cpu_seconds(), time.perf_counter()
+    served = warm.cpu_seconds() if warm is not None else 0.0
     value = fn()
-    return value, time.perf_counter() - start, cpu_seconds() - cpu
+    served = warm.cpu_seconds() - served if warm is not None else 0.0
+    return value, time.perf_counter() - start, cpu_seconds() - cpu + served
 
 
-def floor(work: Path, runs: int = 5) -> tuple[float, float]:
-    """Median wall and CPU seconds of the one-task play, run as a pass is run."""
+@contextlib.contextmanager
+def warm_server() -> Iterator[WarmServer]:
+    """The warm fork server, as the runner starts it (the environment of a pass)."""
+    root = Path(COLLECTION_ROOT)
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    server = WarmServer(env, cwd=root)
+    try:
+        server.start()
+        if server.ready is None:
+            raise SystemExit("the warm server did not start")
+        yield server
+    finally:
+        server.stop()
+
+
+def floor(work: Path, runs: int = 5, warm: WarmServer | None = None) -> tuple[float, float]:
+    """Median wall and CPU seconds of the one-task play, run as a pass is run (through
+    ``warm`` when given; the floor of the targets is the cold one)."""
     play = work / "floor.yml"
     play.write_text(FLOOR_PLAY)
     walls, cpus = [], []
+    binary = warm.binary() if warm is not None else None
     for _ in range(runs):
-        run, wall, cpu = timed(lambda: run_playbook(str(play), {}))
+        run, wall, cpu = timed(lambda: run_playbook(str(play), {}, binary=binary), warm)
         if not run.ok:
             raise SystemExit(f"the floor play failed:\n{run.stdout[-2000:]}")
         walls.append(wall)

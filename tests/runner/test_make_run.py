@@ -26,7 +26,6 @@ from support.api_env import sample_documents
 from test_runner_support import (
     ROOT,
     RunnerProcess,
-    api_env,
     config_maps,
     converged,
     kill_processes_naming,
@@ -58,11 +57,6 @@ def real_apiserver():
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
-def api(request, tmp_path):
-    yield from api_env(request.param, request, tmp_path)
 
 
 class MakeRun(RunnerProcess):

@@ -17,12 +17,11 @@ import json
 import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from support.api_env import sample_documents
 from support.promql import exported_sample_names, metric_names
-from test_runner_support import RunnerProcess, api_env, start_real_apiserver, wait_until
+from test_runner_support import RunnerProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "config" / "prometheus" / "dashboards" / "glance-operator.json"
@@ -31,20 +30,6 @@ PROMETHEUS_ACCEPT = (
     "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;"
     "version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
 )
-
-
-@pytest.fixture(scope="module")
-def real_apiserver():
-    server = start_real_apiserver()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
-def api(request, tmp_path):
-    yield from api_env(request.param, request, tmp_path)
 
 
 def queried() -> dict[str, set[str]]:

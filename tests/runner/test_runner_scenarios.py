@@ -27,25 +27,10 @@ from test_runner_support import (
     idle,
     processes_naming,
     settle_until,
-    start_real_apiserver,
     wait_until,
 )
 
 FINALIZER = "glance.openstack.c5c3.io/finalizer"
-
-
-@pytest.fixture(scope="session")
-def real_apiserver():
-    server = start_real_apiserver()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
-def api(request, tmp_path):
-    yield from api_env(request.param, request, tmp_path)
 
 
 @pytest.fixture
@@ -112,6 +97,11 @@ def test_the_minimal_sample_converges(api, runners):
     assert runner.metric_total("controller_runtime_reconcile_total", controller="glance") > 0
     assert runner.metric_total("glance_operator_playbook_runs_total", status="successful") > 0
     assert runner.metric_total("controller_runtime_reconcile_total", result="error") == 0
+    # Through the warm server (runner/warm.py), which imported everything it should.
+    [ready] = runner.find("warm server ready")
+    assert ready["skipped"] == []
+    assert runner.find("pass finished", warm=True)
+    assert not runner.find("warm server exited; passes run cold ansible-playbook")
     # The reference's series: the db-sync Job counted once, the pass's steps observed.
     sync = {"glance": "glance", "namespace": api.namespace}
     wait_until(

@@ -190,3 +190,11 @@ def test_each_object_has_a_private_data_dir_of_its_own(tmp_path):
     )
     other = private_data_dir(tmp_path, backend, key._replace(kind="GlanceBackend"))
     assert other != private_data_dir(tmp_path, glance, key)
+
+
+def test_warm_passes_are_on_unless_turned_off():
+    assert settings().warm_passes is True
+    assert settings(WARM_PASSES="false").warm_passes is False
+    assert settings("--warm-passes", "true", WARM_PASSES="false").warm_passes is True
+    with pytest.raises(SettingsError, match=r"^WARM_PASSES: 'sometimes' is neither true nor false"):
+        settings(WARM_PASSES="sometimes")

@@ -89,6 +89,8 @@ class ApiEnv:
     double: Any = None
     health: HealthServer | None = None
     runs: list[PlaybookRun] = field(default_factory=list)
+    warm: Any = None
+    """A ``runner.warm.WarmServer``: the passes run through it, as the runner runs them."""
 
     # -- the scene --------------------------------------------------------------------
     @property
@@ -162,6 +164,7 @@ class ApiEnv:
             "glance.yml",
             {"glance_name": name, "glance_namespace": namespace},
             kubeconfig=self.kubeconfig,
+            binary=self.warm.binary() if self.warm is not None else None,
         )
         self.runs.append(run)
         assert run.ok, f"{run.failures}\n{run.stdout[-3000:]}"
@@ -173,6 +176,7 @@ class ApiEnv:
             "glancebackend.yml",
             {"glancebackend_name": name, "glancebackend_namespace": namespace, **extra},
             kubeconfig=self.kubeconfig,
+            binary=self.warm.binary() if self.warm is not None else None,
         )
         self.runs.append(run)
         assert run.ok, f"{run.failures}\n{run.stdout[-3000:]}"

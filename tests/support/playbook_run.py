@@ -5,6 +5,7 @@ tasks, and how many module processes the pass started."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -89,8 +90,12 @@ def run_playbook(
     extravars: dict[str, Any],
     kubeconfig: Path | None = None,
     env: dict[str, str] | None = None,
+    binary: str | None = None,
 ) -> PlaybookRun:
-    """Run ``playbooks/<playbook>`` of the collection with ``extravars``; wait for it."""
+    """Run ``playbooks/<playbook>`` of the collection with ``extravars``; wait for it.
+
+    ``binary``: the warm server's client (``runner.warm.WarmServer.binary()``) to run it
+    with, as the runner does; None: a cold ``ansible-playbook``."""
     root = Path(COLLECTION_ROOT)
     envvars = {
         "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
@@ -102,11 +107,14 @@ def run_playbook(
     if kubeconfig is not None:
         envvars["KUBECONFIG"] = str(kubeconfig)
         envvars["K8S_AUTH_KUBECONFIG"] = str(kubeconfig)
+    path = playbook if os.path.isabs(playbook) else str(root / "playbooks" / playbook)
+    warm = {"binary": binary, "cmdline": shlex.quote(path)} if binary else {}
     with tempfile.TemporaryDirectory(prefix="c5c3-run-") as private:
         runner = ansible_runner.run(
             private_data_dir=private,
             project_dir=str(root),
-            playbook=str(root / "playbooks" / playbook),
+            playbook=path,
+            **warm,
             extravars=extravars,
             envvars=envvars,
             quiet=True,

@@ -1,0 +1,28 @@
+"""The API servers the runner's tests share.
+
+* ``real_apiserver`` (session): one kube-apiserver with both CRDs for every test that
+  runs its runner in a namespace of its own (``WATCH_NAMESPACE``); skipped, saying why,
+  without ``KUBE_ASSETS_DIR``. A test module whose runner watches every namespace
+  (``test_make_run.py``) overrides it with one of its own per test.
+* ``api``: an empty namespace of the test's own on the API double, and on that
+  kube-apiserver (marked ``integration``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_runner_support import api_env, start_real_apiserver
+
+
+@pytest.fixture(scope="session")
+def real_apiserver():
+    server = start_real_apiserver()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
+def api(request, tmp_path):
+    yield from api_env(request.param, request, tmp_path)
