@@ -23,8 +23,9 @@ import time
 from http.client import HTTPConnection
 
 import pytest
+from e2e.glance_http import create_image, delete_image, get_image
 from e2e.procstat import RssSampler
-from e2e.stack import Stack, free_port, http
+from e2e.stack import Stack, free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -32,27 +33,6 @@ MIB = 1024 * 1024
 PAUSE_S = 10
 LARGE_SIZE = 2 * 1024 * MIB
 RSS_GROWTH_BOUND = 256 * MIB
-
-
-def _create(stack: Stack, token: str, name: str) -> str:
-    resp = http(
-        "POST",
-        f"{stack.glance_url}/v2/images",
-        {"name": name, "disk_format": "raw", "container_format": "bare"},
-        {"X-Auth-Token": token},
-    )
-    assert resp.status == 201, resp.body
-    return resp.json()["id"]
-
-
-def _image(stack: Stack, token: str, image_id: str) -> dict:
-    resp = http("GET", f"{stack.glance_url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
-    assert resp.status == 200, resp.body
-    return resp.json()
-
-
-def _delete(stack: Stack, token: str, image_id: str) -> None:
-    http("DELETE", f"{stack.glance_url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
 
 
 def _put(stack: Stack, token: str, image_id: str, size: int, chunked: bool) -> HTTPConnection:
@@ -82,7 +62,9 @@ def _send(conn: HTTPConnection, block: bytes, chunked: bool) -> None:
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
 def test_an_upload_paused_mid_body_for_10_s_completes_with_its_checksum(stack, chunked, timed):
     token = stack.demo_token()
-    image_id = _create(stack, token, f"e2e-paused-{'chunked' if chunked else 'length'}")
+    image_id = create_image(
+        stack.glance_url, token, f"e2e-paused-{'chunked' if chunked else 'length'}"
+    )
     blocks = [random.Random(10 + i).randbytes(MIB) for i in range(8)]
     conn = _put(stack, token, image_id, 8 * MIB, chunked)
     try:
@@ -94,18 +76,18 @@ def test_an_upload_paused_mid_body_for_10_s_completes_with_its_checksum(stack, c
             conn.send(b"0\r\n\r\n")
         resp = conn.getresponse()
         assert resp.status == 204, resp.read()
-        image = _image(stack, token, image_id)
+        image = get_image(stack.glance_url, token, image_id)
         assert image["status"] == "active"
         assert image["size"] == 8 * MIB
         assert image["os_hash_value"] == hashlib.sha512(b"".join(blocks)).hexdigest()
     finally:
         conn.close()
-        _delete(stack, token, image_id)
+        delete_image(stack.glance_url, token, image_id)
 
 
 def test_a_2_gib_upload_streams_without_growing_the_api_processes(stack, say, timed):
     token = stack.demo_token()
-    image_id = _create(stack, token, "e2e-2gib")
+    image_id = create_image(stack.glance_url, token, "e2e-2gib")
     moto = next(p for p in stack.processes if p.name == "moto")
     sha512, rng = hashlib.sha512(), random.Random(2048)
     conn = _put(stack, token, image_id, LARGE_SIZE, chunked=True)
@@ -123,14 +105,14 @@ def test_a_2_gib_upload_streams_without_growing_the_api_processes(stack, say, ti
             resp = conn.getresponse()
             body = resp.read()
         assert resp.status == 204, body
-        image = _image(stack, token, image_id)
+        image = get_image(stack.glance_url, token, image_id)
         assert image["status"] == "active"
         assert image["size"] == LARGE_SIZE
         assert image["os_hash_value"] == sha512.hexdigest()
     finally:
         elapsed = time.monotonic() - started
         conn.close()
-        _delete(stack, token, image_id)
+        delete_image(stack.glance_url, token, image_id)
         say(
             f"\n[e2e] 2 GiB chunked upload: {elapsed:.1f}s "
             f"({LARGE_SIZE / MIB / elapsed:.1f} MiB/s); uWSGI processes "
