@@ -11,14 +11,20 @@ On the session's stack (``conftest.py``), through the rendered uWSGI command
   256 MiB of what it was before: the body streams to S3, it is never buffered. The peak is
   printed, and so is moto's (it assembles a multipart object in memory; the image is
   deleted at once);
-* ``httpKeepAliveTimeout`` is rendered as uWSGI understands it: the API starts, and closes
-  a kept-alive connection that stays idle longer than that.
+* the workers serve HTTP without a router (the default, no keep-alive): every response
+  says ``Connection: close`` and the worker closes the connection, so clients that keep
+  their end open (more of them than the pod has request slots) hold no worker, and the
+  probe is answered within its timeout;
+* ``httpKeepAliveTimeout`` is rendered as uWSGI understands it: the API starts (behind
+  uWSGI's router, which keep-alive needs), and closes a kept-alive connection that stays
+  idle longer than that.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import socket
 import time
 from http.client import HTTPConnection
 
@@ -126,6 +132,52 @@ def test_a_2_gib_upload_streams_without_growing_the_api_processes(stack, say, ti
         f"a uWSGI process grew by {api.growth() / MIB:.0f} MiB during a 2 GiB upload: "
         f"{api.peak_per_process} (before: {api.baseline})"
     )
+
+
+def _probe(stack: Stack, kind: str) -> dict:
+    deployment = stack.rendered.find("Deployment")
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    return next(c for c in containers if c["name"] == "glance-api")[kind]
+
+
+def test_clients_holding_their_connections_open_leave_the_probe_answered(stack, say):
+    """More clients than request slots keep their connection open; the probes still answer.
+
+    A worker that served a request on a connection kept alive would wait on it for the next
+    request up to ``--socket-timeout`` (300 s) and serve nothing else (``--http11-socket``:
+    two such connections left ``/healthcheck`` unanswered, docs/upload.md). The rendered
+    launch says ``Connection: close`` and closes: the server's end is closed while the
+    client's stays open, and the probe, as the kubelet sends it, answers in its timeout.
+    """
+    uwsgi = stack.glance_command
+    slots = int(uwsgi[uwsgi.index("--processes") + 1]) * int(uwsgi[uwsgi.index("--threads") + 1])
+    held = []
+    try:
+        for _ in range(slots + 1):
+            sock = socket.create_connection(("127.0.0.1", stack.glance_port), timeout=60)
+            held.append(sock)
+            sock.sendall(b"GET /versions HTTP/1.1\r\nHost: glance\r\n\r\n")
+            answer = b""
+            while block := sock.recv(65536):  # until the server closes its end
+                answer += block
+            head = answer.split(b"\r\n\r\n", 1)[0].lower()
+            assert head.startswith(b"http/1.1 200"), answer[:200]
+            assert b"\r\nconnection: close" in head, head
+        for kind in ("livenessProbe", "readinessProbe"):
+            probe = _probe(stack, kind)
+            path, timeout = probe["httpGet"]["path"], probe["timeoutSeconds"]
+            conn = HTTPConnection("127.0.0.1", stack.glance_port, timeout=timeout)
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                resp.read()
+                assert resp.status == 200, (kind, resp.status)
+            finally:
+                conn.close()
+        say(f"\n[e2e] {len(held)} client connections held open: probes answered")
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def test_the_keepalive_timeout_closes_an_idle_connection(stack, say, timed):
