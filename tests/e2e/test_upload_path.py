@@ -7,7 +7,7 @@ On the session's stack (``conftest.py``), through the rendered uWSGI command
   python-glanceclient sends, and with Content-Length, as the ``openstack`` CLI sends)
   completes with the right checksum: uWSGI's default 4 s socket timeout cut it;
 * a 2 GiB chunked upload, generated on the fly, completes with the right checksum while
-  the resident memory of every uWSGI process (master, router, workers) stays within
+  the resident memory of every uWSGI process (master, workers, the router if any) stays within
   256 MiB of what it was before: the body streams to S3, it is never buffered. The peak is
   printed, and so is moto's (it assembles a multipart object in memory; the image is
   deleted at once);
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import socket
 import time
 from http.client import HTTPConnection
@@ -148,6 +149,7 @@ def test_clients_holding_their_connections_open_leave_the_probe_answered(stack, 
     two such connections left ``/healthcheck`` unanswered, docs/upload.md). The rendered
     launch says ``Connection: close`` and closes: the server's end is closed while the
     client's stays open, and the probe, as the kubelet sends it, answers in its timeout.
+    The request log keeps its format.
     """
     uwsgi = stack.glance_command
     slots = int(uwsgi[uwsgi.index("--processes") + 1]) * int(uwsgi[uwsgi.index("--threads") + 1])
@@ -178,6 +180,15 @@ def test_clients_holding_their_connections_open_leave_the_probe_answered(stack, 
     finally:
         for sock in held:
             sock.close()
+    # The request log keeps the reference's format (the master writes it, a moment later).
+    logged = re.compile(
+        r"^GET (/versions|/healthcheck) => generated \d+ bytes in \d+ msecs \(HTTP/1\.1 200\)$",
+        re.MULTILINE,
+    )
+    deadline = time.monotonic() + 30
+    while len(set(logged.findall(stack.glance.log.read_text(errors="replace")))) < 2:
+        assert time.monotonic() < deadline, stack.glance.tail()
+        time.sleep(0.2)
 
 
 def test_the_keepalive_timeout_closes_an_idle_connection(stack, say, timed):
