@@ -100,6 +100,20 @@ class AdmissionContext:
 # defaulting (mutating webhook)
 
 
+def http_keepalive_wanted(uwsgi: Mapping[str, Any]) -> bool:
+    """Whether a uWSGI block asks for HTTP keep-alive: ``httpKeepAlive``, else a timeout.
+
+    Off unless asked for (docs/upload.md: without keep-alive the workers serve HTTP with
+    one copy of each byte and no idle connection holds a request slot): ``httpKeepAlive``
+    when set, otherwise whether ``httpKeepAliveTimeout`` is given (positive).
+    """
+    wanted = uwsgi.get("httpKeepAlive")
+    if wanted is not None:
+        return wanted is True
+    timeout = uwsgi.get("httpKeepAliveTimeout")
+    return isinstance(timeout, int) and timeout > 0
+
+
 def default_glance(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``obj`` with the webhook's defaults filled in; explicit values are kept."""
     out = copy.deepcopy(dict(obj))
@@ -130,7 +144,7 @@ def default_glance(obj: Mapping[str, Any]) -> dict[str, Any]:
         uwsgi["processes"] = uwsgi.get("processes") or 2
         uwsgi["threads"] = uwsgi.get("threads") or 1
         if uwsgi.get("httpKeepAlive") is None:
-            uwsgi["httpKeepAlive"] = True
+            uwsgi["httpKeepAlive"] = http_keepalive_wanted(uwsgi)
     return out
 
 

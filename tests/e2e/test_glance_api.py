@@ -23,6 +23,7 @@ from http.client import HTTPConnection
 from pathlib import Path
 
 import pytest
+from e2e.glance_http import create_image
 from e2e.stack import (
     ADMIN_PASSWORD,
     DEMO_PASSWORD,
@@ -127,17 +128,6 @@ def chunked_put(port: int, token: str, image_id: str) -> HTTPConnection:
 
 def send_chunk(conn: HTTPConnection, data: bytes) -> None:
     conn.send(b"%x\r\n" % len(data) + data + b"\r\n")
-
-
-def create_image(stack: Stack, port: int, token: str, name: str) -> str:
-    resp = http(
-        "POST",
-        f"http://127.0.0.1:{port}/v2/images",
-        {"name": name, "disk_format": "raw", "container_format": "bare"},
-        {"X-Auth-Token": token},
-    )
-    assert resp.status == 201, resp.body
-    return resp.json()["id"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -359,7 +349,7 @@ def test_glanceclient_chunked_upload_downloads_and_deletes_an_image_in_s3(stack,
 def test_a_kept_alive_connection_survives_a_chunked_upload(stack):
     """After a chunked PUT the server keeps the connection or says ``Connection: close``."""
     token = stack.demo_token()
-    image_id = create_image(stack, stack.glance_port, token, "e2e-keepalive")
+    image_id = create_image(stack.glance_url, token, "e2e-keepalive")
     conn = chunked_put(stack.glance_port, token, image_id)
     try:
         for _ in range(2):
@@ -381,7 +371,7 @@ def test_a_kept_alive_connection_survives_a_chunked_upload(stack):
 def test_chunks_larger_than_uwsgis_default_limit_are_accepted(stack):
     """4 MiB chunks: above uWSGI's 1 MiB default, within the rendered chunked-input limit."""
     token = stack.demo_token()
-    image_id = create_image(stack, stack.glance_port, token, "e2e-4mib-chunks")
+    image_id = create_image(stack.glance_url, token, "e2e-4mib-chunks")
     data = random.Random(4).randbytes(8 * MIB)
     conn = chunked_put(stack.glance_port, token, image_id)
     try:
@@ -558,7 +548,7 @@ def test_sigterm_lets_an_in_flight_upload_finish(stack):
     port = free_port()
     proc = stack.launch_glance("glance-api-sigterm", port)
     token = stack.demo_token()
-    image_id = create_image(stack, port, token, "e2e-sigterm")
+    image_id = create_image(f"http://127.0.0.1:{port}", token, "e2e-sigterm")
     conn = chunked_put(port, token, image_id)
     try:
         for i in range(8):

@@ -82,7 +82,39 @@ def pod_of(key: str, spec: dict | None = None, art: do.Artifacts = ARTIFACTS) ->
 
 # --- the uWSGI command --------------------------------------------------------------------
 
+APPLICATION = [
+    "--hook-master-start",
+    "unix_signal:15 gracefully_kill_them_all",
+    "--log-master",
+    "--log-format",
+    "%(method) %(uri) => generated %(rsize) bytes in %(msecs) msecs (%(proto) %(status))",
+    "--wsgi-file",
+    "/var/lib/openstack/bin/glance-wsgi-api",
+    "--master",
+    "--lazy-apps",
+    "--need-app",
+    "--processes",
+    "2",
+    "--threads",
+    "1",
+    "--pyargv",
+    "--config-dir /etc/glance/glance-api.conf.d/ --config-dir /etc/glance/backends.conf.d/",
+]
+# Without keep-alive (the default): the workers serve HTTP, every response says close.
 DEFAULT_COMMAND = [
+    "uwsgi",
+    "--http-socket",
+    ":9292",
+    "--add-header",
+    "Connection: close",
+    "--socket-timeout",
+    "300",
+    "--chunked-input-limit",
+    "16777216",
+    *APPLICATION,
+]
+# With keep-alive: uWSGI's HTTP router in front of the workers.
+KEEPALIVE_COMMAND = [
     "uwsgi",
     "--http",
     ":9292",
@@ -101,22 +133,7 @@ DEFAULT_COMMAND = [
     "--http-keepalive=60",
     "--route-if",
     "contains:${HTTP_TRANSFER_ENCODING};chunked addheader:Connection: close",
-    "--hook-master-start",
-    "unix_signal:15 gracefully_kill_them_all",
-    "--log-master",
-    "--log-format",
-    "%(method) %(uri) => generated %(rsize) bytes in %(msecs) msecs (%(proto) %(status))",
-    "--wsgi-file",
-    "/var/lib/openstack/bin/glance-wsgi-api",
-    "--master",
-    "--lazy-apps",
-    "--need-app",
-    "--processes",
-    "2",
-    "--threads",
-    "1",
-    "--pyargv",
-    "--config-dir /etc/glance/glance-api.conf.d/ --config-dir /etc/glance/backends.conf.d/",
+    *APPLICATION,
 ]
 
 
@@ -140,23 +157,23 @@ def _replaced(tokens: list[str], old: list[str], new: list[str]) -> list[str]:
     ("uwsgi", "expected"),
     [
         pytest.param(
-            {"httpKeepAlive": False},
-            _replaced(
-                DEFAULT_COMMAND,
-                ["--http-keepalive=60", "--route-if", do.UWSGI_CLOSE_AFTER_CHUNKED],
-                [],
-            ),
-            id="keepalive-false-drops-the-flag-and-the-close-announcement",
+            {"httpKeepAlive": False}, DEFAULT_COMMAND, id="keepalive-false-is-the-default"
         ),
+        pytest.param({"httpKeepAlive": True}, KEEPALIVE_COMMAND, id="keepalive-true-is-the-router"),
         pytest.param(
             {"httpKeepAliveTimeout": 5},
-            _replaced(DEFAULT_COMMAND, ["--http-keepalive=60"], ["--http-keepalive=5"]),
+            _replaced(KEEPALIVE_COMMAND, ["--http-keepalive=60"], ["--http-keepalive=5"]),
+            id="a-keepalive-timeout-alone-asks-for-keepalive",
+        ),
+        pytest.param(
+            {"httpKeepAlive": True, "httpKeepAliveTimeout": 5},
+            _replaced(KEEPALIVE_COMMAND, ["--http-keepalive=60"], ["--http-keepalive=5"]),
             id="keepalive-timeout-is-the-keepalive-value",
         ),
         pytest.param(
             # uWSGI reads --http-keepalive=1 as "on" with no idle timeout of its own.
             {"httpKeepAliveTimeout": 1},
-            _replaced(DEFAULT_COMMAND, ["--http-keepalive=60"], ["--http-keepalive=2"]),
+            _replaced(KEEPALIVE_COMMAND, ["--http-keepalive=60"], ["--http-keepalive=2"]),
             id="keepalive-timeout-of-one-second-is-two",
         ),
         pytest.param(
@@ -185,6 +202,7 @@ def test_each_uwsgi_knob_changes_exactly_its_tokens(uwsgi, expected):
         ({"httpKeepAlive": False, "httpKeepAliveTimeout": 5}, "--http-keepalive=5"),
         ({"harakiri": 0}, "--harakiri"),
         ({"httpKeepAliveTimeout": 0}, "--http-keepalive=0"),
+        ({"httpKeepAliveTimeout": 0}, "--http"),
     ],
 )
 def test_a_spec_that_bypassed_admission_never_emits_a_meaningless_cap(uwsgi, absent):
@@ -198,13 +216,23 @@ def test_uwsgi_2_0_has_no_keepalive_timeout_option():
     assert "--http-keepalive=30" in command
 
 
-def test_a_paused_transfer_is_cut_by_neither_the_router_nor_a_worker_before_the_bound():
-    command = do.uwsgi_command({})
+@pytest.mark.parametrize("uwsgi", [{}, {"httpKeepAlive": True}], ids=["default", "keepalive"])
+def test_a_paused_transfer_is_cut_by_neither_the_router_nor_a_worker_before_the_bound(uwsgi):
+    command = do.uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
     bound = str(do.UWSGI_TRANSFER_IDLE_TIMEOUT)
-    assert command[command.index("--http-timeout") + 1] == bound  # the router, both peers
     assert command[command.index("--socket-timeout") + 1] == bound  # workers, chunked reads
+    if "--http" in command:
+        assert command[command.index("--http-timeout") + 1] == bound  # the router, both peers
     assert do.UWSGI_TRANSFER_IDLE_TIMEOUT >= 120  # minutes, not uWSGI's 4 s
     assert "--chunked-input-timeout" not in command  # it would override --socket-timeout
+
+
+def test_without_keepalive_every_response_announces_the_close():
+    # --http-socket closes after each response; saying so keeps clients from reusing it.
+    command = do.uwsgi_command({})
+    assert command[command.index("--http-socket") + 1] == ":9292"
+    assert command[command.index("--add-header") + 1] == "Connection: close"
+    assert "--http" not in command and "--http11-socket" not in command
 
 
 def test_processes_and_threads_below_one_fall_back_to_the_defaults():
@@ -218,10 +246,10 @@ def test_the_pyargv_value_is_one_argv_element():
     assert command[command.index("--pyargv") + 1].count("--config-dir") == 2
 
 
-def test_the_chunked_input_limit_lets_a_one_mib_chunk_and_its_framing_through():
-    command = do.uwsgi_command({})
+@pytest.mark.parametrize("uwsgi", [{}, {"httpKeepAlive": True}], ids=["default", "keepalive"])
+def test_the_chunked_input_limit_lets_a_one_mib_chunk_and_its_framing_through(uwsgi):
+    command = do.uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
     position = command.index("--chunked-input-limit")
-    assert command[position - 1] == "--http-chunked-input"
     one_mib_chunk_with_framing = 1024 * 1024 + len("100000\r\n") + len("\r\n")
     assert int(command[position + 1]) == do.UWSGI_CHUNKED_INPUT_LIMIT
     assert int(command[position + 1]) > 10 * one_mib_chunk_with_framing

@@ -78,6 +78,22 @@ def test_defaults_never_overwrite_explicit_values():
     assert spec["apiServer"]["uwsgi"] == {"processes": 4, "threads": 1, "httpKeepAlive": False}
 
 
+@pytest.mark.parametrize(
+    ("uwsgi", "keepalive"),
+    [
+        ({}, False),
+        ({"httpKeepAliveTimeout": 30}, True),
+        ({"httpKeepAlive": True}, True),
+        ({"httpKeepAlive": False}, False),
+    ],
+    ids=["off-unless-asked", "a-timeout-asks-for-it", "explicit-true-kept", "explicit-false-kept"],
+)
+def test_http_keepalive_defaults_to_off_unless_a_timeout_asks_for_it(uwsgi, keepalive):
+    # docs/upload.md: without keep-alive the workers serve HTTP with one copy of each byte.
+    spec = default_glance(patched(GLANCE, {"spec": {"apiServer": {"uwsgi": uwsgi}}}))["spec"]
+    assert spec["apiServer"]["uwsgi"]["httpKeepAlive"] is keepalive
+
+
 def test_zero_replicas_and_empty_resources_take_the_defaults():
     spec = default_glance(
         patched(GLANCE, {"spec": {"deployment": {"replicas": 0, "resources": {"requests": {}}}}})
