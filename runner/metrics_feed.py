@@ -4,9 +4,10 @@
 operator's chain of sub-reconcilers, so ``sub_reconciler`` names our pass's steps
 (``roles/glance_pass/tasks/main.yml`` and ``render.yml``): ``gather``, ``plan``,
 ``render``, ``decide``, ``apply``, ``report``. :func:`step_of` maps one ansible-runner
-task event to its step by an explicit table: the three modules by their action, the
-filter ``set_fact`` tasks, the two ``fail`` checks and the render includes by their task
-name in role ``glance_pass``, and every task of the four object roles to ``render``.
+task event to its step by an explicit table: the three modules by their action, and the
+filter ``set_fact`` tasks (plan, render, decide) and the two ``fail`` checks by their task
+name in role ``glance_pass``. (The pass renders the object roles' templates in one task of
+its own; it does not run the roles.)
 ansible-runner's events carry no task tags, so tags cannot do this; a unit test checks
 the table against the role files, so a renamed task fails it.
 
@@ -77,21 +78,11 @@ STEP_ACTIONS: Mapping[str, str] = {
 STEP_TASKS: Mapping[str, str] = {
     "Fail when the cluster could not be read": GATHER,
     "Plan the pass (configuration, names, every owned object's data)": PLAN,
-    "Render the config objects": RENDER,
-    "Render the API objects": RENDER,
-    "Render the exposure objects": RENDER,
-    "Render the database objects": RENDER,
+    "Render the owned objects from the object roles' templates": RENDER,
     "Decide the writes, the status, the events and the requeue": DECIDE,
     "Fail when the API server refused a write": APPLY,
 }
 """The pass's other step tasks (role ``glance_pass``), by name."""
-STEP_ROLES: Mapping[str, str] = {
-    "glance_config": RENDER,
-    "glance_api": RENDER,
-    "glance_exposure": RENDER,
-    "glance_database": RENDER,
-}
-"""Every task of the object roles renders."""
 UNSTEPPED_TASKS = frozenset(
     {
         "Require the Glance's name and namespace",
@@ -99,7 +90,7 @@ UNSTEPPED_TASKS = frozenset(
         "Hand the requeue request to the caller",
     }
 )
-"""Tasks of ``glance_pass`` that belong to no step (argument check, the include of
+"""Tasks of ``glance_pass`` that belong to no step (argument check, the import of
 ``render.yml``, handing the requeue on): a test checks the role has no other task."""
 
 STEP_CONDITIONS: Mapping[str, str] = {
@@ -122,10 +113,7 @@ RESULT_EVENTS = frozenset(
 
 def step_of(data: Mapping[str, Any]) -> str | None:
     """The step of one task event's ``event_data``; None for a task of no step."""
-    role = data.get("role")
-    if role in STEP_ROLES:
-        return STEP_ROLES[role]
-    if role != PASS_ROLE:
+    if data.get("role") != PASS_ROLE:
         return None
     for action in (data.get("resolved_action"), data.get("task_action")):
         if action in STEP_ACTIONS:

@@ -1,16 +1,25 @@
 # Copyright: C5C3 Glance operator authors
 # Apache License 2.0 (see LICENSE)
-"""The owned objects as the roles' templates render them, for code outside a playbook.
+"""The owned objects as the roles' templates render them, with plain Jinja2.
 
 The role templates (``roles/*/templates/*.yaml.j2``) are the one description of each
-owned object. A playbook renders them through its roles; the decision layer, when no
-playbook hands it the rendered objects (unit tests, the benchmark, the runner's own
-checks), renders the same files here with Jinja2, the engine Ansible itself uses. The
-templates use one filter, ``to_json``, so both paths give the same objects;
-``tests/unit/test_role_templates.py`` holds the two equal.
+owned object, and this module is the one way they are rendered: with Jinja2 (the engine
+Ansible itself uses; the templates use one filter, ``to_json``), not through Ansible's
+templating, whose per-task cost a pass would pay for every role.
+
+* ``role_objects(templates_dir, role, desired, templates)``: what one object role emits,
+  its templates named by the role's own task (the filter ``c5c3.glance.role_objects``);
+  each name is checked against ``KINDS``.
+* ``owned_objects(desired)``: every object role's objects, from ``KINDS`` (the filter
+  ``c5c3.glance.owned_objects``, the render step of a pass).
+* ``render_object`` / ``render_objects``: one key's object, every key's object by key
+  (the decision layer when no playbook hands it the rendered objects).
+* ``objects_by_key``: a playbook's rendered objects matched to the keys they belong to.
 
 ``KINDS`` says, per ``desired_objects`` key, the apiVersion and kind of its object and
-which role and template emit it.
+which role and template emit it. A template sees ``glance_desired`` as ``{key: data}``.
+``tests/unit/test_role_templates.py`` runs the roles and holds what they emit to what the
+data says and to ``render_objects``.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -63,9 +73,9 @@ KINDS: dict[str, ObjectKind] = {
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def _environment(templates_dir: str) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(COLLECTION_ROOT / "roles")),
+        loader=jinja2.FileSystemLoader(templates_dir),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
@@ -73,18 +83,58 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+def _render(templates_dir: str | Path, template: str, key: str, data: Mapping[str, Any]) -> dict:
+    text = (
+        _environment(str(templates_dir)).get_template(template).render(glance_desired={key: data})
+    )
+    docs = [doc for doc in yaml.safe_load_all(text) if doc]
+    if len(docs) != 1:
+        raise ValueError(f"{template} rendered {len(docs)} objects for {key}, not one")
+    return docs[0]
+
+
+def role_objects(
+    templates_dir: str | Path,
+    role: str,
+    desired: Mapping[str, Mapping[str, Any] | None],
+    templates: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """What the object role ``role`` emits, in its order: per ``templates`` entry (a
+    desired_objects key and the file in ``templates_dir`` that renders it) the object of
+    ``desired[key]``; a None entry emits nothing. A key ``desired`` lacks, a key and template
+    that ``KINDS`` does not give to ``role``, or a template that renders no object or more
+    than one, is an error."""
+    out = []
+    for key, template in templates.items():
+        kind = KINDS.get(key)
+        if kind is None or (kind.role, kind.template) != (role, template):
+            wanted = f"{kind.role}/templates/{kind.template}" if kind else "no template"
+            raise ValueError(
+                f"{role} renders {key} with {template}; role_templates.KINDS says {wanted}"
+            )
+        if key not in desired:
+            raise ValueError(f"glance_desired has no entry {key}")
+        if desired[key] is not None:
+            out.append(_render(templates_dir, template, key, desired[key]))
+    return out
+
+
 def render_object(key: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """The object the template of ``key`` renders from ``data`` (a desired_objects entry)."""
     if key not in KINDS:
         raise KeyError(f"no template renders the key {key!r}")
     kind = KINDS[key]
-    text = (
-        _environment()
-        .get_template(f"{kind.role}/templates/{kind.template}")
-        .render(glance_desired={key: data})
-    )
-    (obj,) = [doc for doc in yaml.safe_load_all(text) if doc]
-    return obj
+    return _render(COLLECTION_ROOT / "roles" / kind.role / "templates", kind.template, key, data)
+
+
+def owned_objects(desired: Mapping[str, Mapping[str, Any] | None]) -> list[dict[str, Any]]:
+    """Every object the four object roles emit for ``desired``, in ``KINDS`` order, from the
+    roles' templates: what the roles emit, in one call. Every key of ``KINDS`` must be in
+    ``desired``."""
+    missing = [key for key in KINDS if key not in desired]
+    if missing:
+        raise ValueError(f"glance_desired has no entry {', '.join(missing)}")
+    return [render_object(key, desired[key]) for key in KINDS if desired[key] is not None]
 
 
 def render_objects(desired: Mapping[str, Mapping[str, Any] | None]) -> dict[str, dict | None]:

@@ -14,8 +14,8 @@ First, the floor: a one-task play run the same way with a cold ``ansible-playboo
 each time in a namespace of its own: with a cold ``ansible-playbook`` per pass, and through
 the warm fork server (``runner/warm.py``) as the runner runs them (its CPU counted too:
 the server reaps the passes it forks). Printed per
-pass: wall and CPU seconds (ansible-playbook and the processes it started), the module
-tasks it ran (gather, apply, report: in the playbook's process on a local connection),
+pass: wall and CPU seconds (ansible-playbook and the processes it started), the step
+actions it ran (gather, apply, report: action plugins in the playbook's process),
 and on the double the API requests and writes. Then the no-op pass over the converged
 cluster, repeated. Then the targets, each with its figure and the floor:
 
@@ -60,20 +60,20 @@ def install_and_noop(env, double, warm, noop_runs: int) -> dict:
     env.warm = warm
     env.create_all(sample_documents("glance_full.yaml"))
     print(
-        f"{'pass':>4}  {'wall s':>7} {'CPU s':>6}  {'module tasks':<24} "
+        f"{'pass':>4}  {'wall s':>7} {'CPU s':>6}  {'step actions':<24} "
         f"{'requests':>8} {'writes':>6}  requeue"
     )
     passes: list[tuple[float, float, list[str]]] = []
     for number in range(1, 13):
         run, wall, cpu, requests, writes = one_pass(env, double, warm)
-        names = ",".join(short(p) for p in run.module_processes)
+        names = ",".join(short(p) for p in run.step_actions)
         print(
             f"{number:>4}  {wall:7.2f} {cpu:6.2f}  {names:<24} "
             f"{'-' if requests is None else requests:>8} "
             f"{'-' if writes is None else writes:>6}  {run.requeue_after}"
         )
-        passes.append((wall, cpu, run.module_processes))
-        if run.module_processes == [GATHER]:
+        passes.append((wall, cpu, run.step_actions))
+        if run.step_actions == [GATHER]:
             break
         env.settle()
     converged = len(passes) - 1 if passes[-1][2] == [GATHER] else None
@@ -82,11 +82,11 @@ def install_and_noop(env, double, warm, noop_runs: int) -> dict:
         run, wall, cpu, _, writes = one_pass(env, double, warm)
         walls.append(wall)
         cpus.append(cpu)
-        task_counts.add(",".join(short(p) for p in run.module_processes))
+        task_counts.add(",".join(short(p) for p in run.step_actions))
         write_counts.add(writes)
     print(
         f"no-op pass: median {statistics.median(walls):.2f} s wall, "
-        f"{statistics.median(cpus):.2f} CPU-s over {len(walls)} runs; module tasks "
+        f"{statistics.median(cpus):.2f} CPU-s over {len(walls)} runs; step actions "
         f"{sorted(task_counts)}; API writes "
         f"{sorted(write_counts) if double is not None else 'not counted on a real server'}"
     )

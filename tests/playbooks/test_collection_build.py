@@ -74,7 +74,15 @@ def test_the_tarball_holds_the_crds_and_catalogs_and_no_local_state(installed):
 def test_ansible_doc_lists_and_documents_the_filters(installed):
     _, env, tmp = installed
     listing = run(str(BIN / "ansible-doc"), "-t", "filter", "-l", "c5c3.glance", cwd=tmp, env=env)
-    for name in ("judge_input", "render_plan", "glance_plan", "glance_pass", "glancebackend_pass"):
+    for name in (
+        "judge_input",
+        "render_plan",
+        "glance_plan",
+        "glance_pass",
+        "glancebackend_pass",
+        "role_objects",
+        "owned_objects",
+    ):
         assert f"c5c3.glance.{name}" in listing.stdout, name
     doc = run(str(BIN / "ansible-doc"), "-t", "filter", "c5c3.glance.glance_pass", cwd=tmp, env=env)
     assert "the objects the object roles rendered" in " ".join(doc.stdout.split())

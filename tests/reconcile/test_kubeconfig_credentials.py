@@ -71,8 +71,8 @@ def test_passes_go_through_the_proxy_url_of_the_kubeconfig(api, tmp_path):
         second = glance_pass(api, kubeconfig)
         assert second.ok, f"{second.failures}\n{second.stdout[-3000:]}"
     # the first pass adds the finalizer with its writes and reports (docs/reconcile.md)
-    assert first.module_processes == [GATHER, APPLY, REPORT]
-    assert second.module_processes[0] == GATHER
+    assert first.step_actions == [GATHER, APPLY, REPORT]
+    assert second.step_actions[0] == GATHER
     # what the passes asked for, the server did
     assert api.get("Glance", "glance")["metadata"]["finalizers"] == [
         "glance.openstack.c5c3.io/finalizer"
@@ -83,8 +83,8 @@ def test_passes_go_through_the_proxy_url_of_the_kubeconfig(api, tmp_path):
     # the kubeconfig in its task's worker), all to the server
     assert not proxy.refused
     assert {t.target for t in proxy.tunnels} == {f"kube.invalid:{url.port}"}
-    processes = len(first.module_processes) + len(second.module_processes)
-    assert len(proxy.tunnels) >= processes
+    steps = len(first.step_actions) + len(second.step_actions)
+    assert len(proxy.tunnels) >= steps
     assert all(t.bytes_up and t.bytes_down for t in proxy.tunnels)
 
 
@@ -156,14 +156,14 @@ def test_a_pass_authenticates_with_an_exec_credential_plugin(api, tmp_path):
     user = {"exec": {"apiVersion": EXEC_API_VERSION, "command": str(plugin)}}
     run = glance_pass(api, derived_kubeconfig(api, tmp_path / "exec", user=user))
     assert run.ok, f"{run.failures}\n{run.stdout[-3000:]}"
-    assert run.module_processes == [GATHER, APPLY, REPORT]
+    assert run.step_actions == [GATHER, APPLY, REPORT]
     assert api.get("Glance", "glance")["metadata"]["finalizers"] == [
         "glance.openstack.c5c3.io/finalizer"
     ]
     requests = [json.loads(line) for line in runs.read_text().splitlines()]
     # one run per step (each loads the kubeconfig; the token has no expiry: kept for the
     # step's life)
-    assert len(requests) == len(run.module_processes)
+    assert len(requests) == len(run.step_actions)
     assert all(
         r["kind"] == "ExecCredential" and r["apiVersion"] == EXEC_API_VERSION for r in requests
     )
@@ -175,7 +175,7 @@ def test_a_token_from_an_exec_plugin_that_the_server_rejects_fails_the_pass(api,
     user = {"exec": {"apiVersion": EXEC_API_VERSION, "command": str(plugin)}}
     run = glance_pass(api, derived_kubeconfig(api, tmp_path / "exec", user=user))
     assert not run.ok
-    assert run.module_processes == [GATHER]
+    assert run.step_actions == [GATHER]
     assert any("401" in failure and "Unauthorized" in failure for failure in run.failures), (
         run.failures
     )

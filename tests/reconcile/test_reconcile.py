@@ -37,11 +37,11 @@ def converge(api, passes: int = 8):
     nothing and reports nothing; that pass is returned."""
     for _ in range(passes):
         run = api.glance_pass()
-        if run.module_processes == [GATHER]:
+        if run.step_actions == [GATHER]:
             return run
         api.settle()
     raise AssertionError(
-        f"no steady state after {passes} passes: {[r.module_processes for r in api.runs]}"
+        f"no steady state after {passes} passes: {[r.step_actions for r in api.runs]}"
     )
 
 
@@ -59,7 +59,7 @@ def test_the_minimal_sample_converges_in_three_passes(api):
     assert api.get("Glance", "glance")["metadata"]["finalizers"] == [
         "glance.openstack.c5c3.io/finalizer"
     ]
-    assert first.module_processes == [GATHER, APPLY, REPORT]
+    assert first.step_actions == [GATHER, APPLY, REPORT]
     if api.double is not None:  # the finalizer is written before anything else
         write = api.double.writes()[0]
         assert (write.method, write.path.rsplit("/", 2)[-2:]) == ("PATCH", ["glances", "glance"])
@@ -87,8 +87,8 @@ def test_the_minimal_sample_converges_in_three_passes(api):
     api.settle()  # the Deployment becomes ready
     # 3: the status alone; nothing is left to write
     third = api.glance_pass()
-    assert third.module_processes == [GATHER, REPORT]
-    assert api.glance_pass().module_processes == [GATHER]  # the no-op that shows it
+    assert third.step_actions == [GATHER, REPORT]
+    assert api.glance_pass().step_actions == [GATHER]  # the no-op that shows it
     glance = api.get("Glance", "glance")
     assert glance["status"]["endpoint"] == (
         f"http://glance.{api.namespace}.svc.cluster.local:9292/"
@@ -110,14 +110,14 @@ def test_a_pass_over_an_unchanged_cluster_writes_nothing(api):
     if api.double is not None:
         api.double.reset_requests()
     run = api.glance_pass()
-    assert run.module_processes == [GATHER]
+    assert run.step_actions == [GATHER]
     assert api.resource_versions() == before
     if api.double is not None:
         assert api.double.writes() == []
     backend = api.backend_pass("s3-default", glancebackend_wake_parent=False)
-    assert backend.module_processes in ([GATHER], [GATHER, REPORT])
+    assert backend.step_actions in ([GATHER], [GATHER, REPORT])
     again = api.backend_pass("s3-default", glancebackend_wake_parent=False)
-    assert again.module_processes == [GATHER]
+    assert again.step_actions == [GATHER]
     assert api.condition("GlanceBackend", "s3-default", "ConfigProjected")["status"] == "True"
 
 
@@ -217,14 +217,14 @@ def test_a_backend_default_flip_from_the_backend_playbook_wakes_the_parent(api):
     api.create_all([*docs, second])
     converge(api)
     attach = api.backend_pass("s3-second", glancebackend_wake_parent=False)
-    assert attach.module_processes[-1] == REPORT
+    assert attach.step_actions[-1] == REPORT
     assert api.condition("GlanceBackend", "s3-second", "ConfigProjected")["status"] == "True"
     before = volume_source(api.get("Deployment", "glance"), "config")
 
     api.merge_patch("GlanceBackend", "s3-default", {"spec": {"isDefault": False}})
     api.merge_patch("GlanceBackend", "s3-second", {"spec": {"isDefault": True}})
     woke = api.backend_pass("s3-second")  # from a workstation: runs the parent's pass too
-    assert GATHER in woke.module_processes[1:]  # the parent's gather ran in the same run
+    assert GATHER in woke.step_actions[1:]  # the parent's gather ran in the same run
     copies = {
         c["metadata"]["name"]: c
         for c in api.list("ConfigMap", selector=f"{CONFIG_BASE_LABEL}=glance-config")
@@ -243,10 +243,10 @@ def test_deleting_the_glance_releases_the_finalizer(api):
     deleting = api.get("Glance", "glance")
     assert deleting is not None and deleting["metadata"].get("deletionTimestamp")
     run = api.glance_pass()
-    assert run.module_processes == [GATHER, APPLY]
+    assert run.step_actions == [GATHER, APPLY]
     assert api.get("Glance", "glance") is None
     gone = api.glance_pass()  # a pass for a Glance that no longer exists does nothing
-    assert gone.module_processes == [GATHER]
+    assert gone.step_actions == [GATHER]
 
 
 def test_a_gateway_without_the_gateway_api_is_reported_and_asked_again(tmp_path):

@@ -85,7 +85,7 @@ def first_lines(api, index: int, want: str) -> str:
 
 def converge(api, passes: int = 8) -> None:
     for _ in range(passes):
-        if api.glance_pass().module_processes == GATHER_ONLY:
+        if api.glance_pass().step_actions == GATHER_ONLY:
             return
         api.settle()
     raise AssertionError("no steady state")

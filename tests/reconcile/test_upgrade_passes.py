@@ -27,7 +27,7 @@ def converged_on(api, version: str) -> None:
     api.create_all(docs)
     for _ in range(8):
         run = api.glance_pass()
-        if run.module_processes == ["c5c3.glance.gather"]:
+        if run.step_actions == ["c5c3.glance.gather"]:
             break
         api.settle()
     else:
@@ -192,7 +192,7 @@ def test_an_upgrade_walks_every_phase_and_contracts_only_after_the_rollout(api):
     # the db-sync Job runs again on the new image; the phase Jobs stay
     for _ in range(6):
         run = api.glance_pass()
-        if run.module_processes == ["c5c3.glance.gather"]:
+        if run.step_actions == ["c5c3.glance.gather"]:
             break
         api.settle()
     assert image(api.get("Job", "glance-db-sync")) == "ghcr.io/c5c3/glance:2026.2"
@@ -258,7 +258,7 @@ def test_a_failed_phase_a_moved_target_and_the_abort(api):
     ].get("deletionTimestamp")
     for _ in range(6):
         run = api.glance_pass()
-        if run.module_processes == ["c5c3.glance.gather"]:
+        if run.step_actions == ["c5c3.glance.gather"]:
             break
         api.settle()
     assert database(api)[:2] == ("True", "DatabaseSynced")

@@ -30,7 +30,6 @@ from runner.metrics_feed import (
     PASS_ROLE,
     STEP_ACTIONS,
     STEP_CONDITIONS,
-    STEP_ROLES,
     STEP_TASKS,
     STEPS,
     UNSTEPPED_TASKS,
@@ -47,8 +46,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EVENTS = json.loads((Path(__file__).parent / "data" / "glance_pass_events.json").read_text())[
     "runs"
 ]
-FIRST_PASS = EVENTS["glance pass 1 (adds the finalizer)"]
-FULL_PASS = EVENTS["glance pass 2 (first full pass)"]
+FULL_PASS = EVENTS["glance pass 1 (first full pass)"]
+RELEASE_PASS = EVENTS["glance pass of a Glance being deleted (releases the finalizer)"]
 DURATION = "glance_operator_reconcile_duration_seconds"
 ERRORS = "glance_operator_reconcile_errors_total"
 
@@ -83,14 +82,25 @@ def test_every_task_of_the_pass_role_is_in_the_step_table_or_named_as_no_step():
     assert names == by_action | set(STEP_TASKS) | UNSTEPPED_TASKS
 
 
-def test_the_render_roles_are_the_roles_the_pass_includes():
-    included = {
-        task[key]["name"].rpartition(".")[2]
-        for task in _tasks(ROOT / "roles" / PASS_ROLE / "tasks" / "render.yml")
+def test_the_pass_runs_no_object_role_so_every_step_task_is_its_own():
+    # The render step renders the object roles' templates in one task of glance_pass
+    # (c5c3.glance.owned_objects); a role imported again would run tasks no step measures.
+    tasks = [
+        task
+        for name in ("main.yml", "render.yml")
+        for task in _flatten(_tasks(ROOT / "roles" / PASS_ROLE / "tasks" / name))
+    ]
+    roles = [
+        task
+        for task in tasks
         for key in ("ansible.builtin.import_role", "ansible.builtin.include_role")
         if key in task
-    }
-    assert included == set(STEP_ROLES)
+    ]
+    assert tasks and roles == []
+    render = [name for name, step in STEP_TASKS.items() if step == "render"]
+    assert render == ["Render the owned objects from the object roles' templates"]
+    (task,) = [task for task in tasks if task.get("name") == render[0]]
+    assert "c5c3.glance.owned_objects" in task["ansible.builtin.set_fact"]["glance_manifests"]
 
 
 def test_real_events_map_to_the_steps():
@@ -104,8 +114,8 @@ def test_real_events_map_to_the_steps():
         "Fail when the cluster could not be read",
     }
     assert steps["plan"] == {"Plan the pass (configuration, names, every owned object's data)"}
-    assert "Render the db-sync Job and the db-purge CronJob" in steps["render"]  # glance_database
-    assert "Render the API objects" in steps["render"]
+    assert steps["render"] == {"Render the owned objects from the object roles' templates"}
+    assert steps["decide"] == {"Decide the writes, the status, the events and the requeue"}
     assert steps["apply"] == {
         "Apply the owned objects and the finalizer",
         "Fail when the API server refused a write",
@@ -124,8 +134,8 @@ def test_a_full_pass_observes_every_step_once_with_its_task_durations():
 
 
 def test_skipped_steps_are_not_observed():
-    # the first pass only adds the finalizer: no plan, render or report ran
-    assert [s.step for s in pass_steps(FIRST_PASS)] == ["gather", "decide", "apply"]
+    # the pass of a Glance being deleted only releases the finalizer: no plan, render or report
+    assert [s.step for s in pass_steps(RELEASE_PASS)] == ["gather", "decide", "apply"]
 
 
 def test_a_backend_pass_has_no_glance_steps():
@@ -189,13 +199,16 @@ def test_every_step_has_a_condition():
 def test_the_observations_show_on_the_page():
     metrics = RunnerMetrics()
     observe_pass(metrics, FULL_PASS)
-    observe_pass(metrics, FIRST_PASS)
+    observe_pass(metrics, RELEASE_PASS)
     page = Page(metrics.exposition())
     assert page.type[DURATION] == "histogram"
     assert page.value(f"{DURATION}_count", sub_reconciler="gather") == 2
     assert page.value(f"{DURATION}_count", sub_reconciler="render") == 1
     buckets = page.buckets(DURATION, sub_reconciler="gather")
-    assert buckets["+Inf"] == 2 and buckets["0.5"] == 0 and buckets["1"] == 2
+    gathers = [pass_steps(run)[0].seconds for run in (FULL_PASS, RELEASE_PASS)]
+    assert buckets["+Inf"] == 2
+    for le in ("0.1", "0.5", "1", "2.5"):
+        assert buckets[le] == sum(seconds <= float(le) for seconds in gathers), le
 
 
 # -- db-sync and db-purge Jobs --------------------------------------------------------------

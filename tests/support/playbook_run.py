@@ -1,6 +1,6 @@
 """Run one of the collection's playbooks through ansible-runner, as the in-cluster runner does,
 and read back what a caller of a pass needs: the outcome, the requeue request, the failed
-tasks, and how many module processes the pass started."""
+tasks, and which of the collection's steps (gather, apply, report) ran."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import ansible_runner
 
 from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
 
-# Task actions that run inside the controller process (no module process is started).
-CONTROLLER_ACTIONS = frozenset(
+# Ansible's own task actions a pass uses; every other action that runs is a step of the
+# collection (gather, apply, report: action plugins, in the playbook's process).
+BUILTIN_ACTIONS = frozenset(
     {
         "ansible.builtin.set_fact",
         "ansible.builtin.assert",
@@ -60,12 +61,14 @@ class PlaybookRun:
         return [e for e in self.events if e.get("event") in names]
 
     @property
-    def module_processes(self) -> list[str]:
-        """The module tasks that ran (each one process), in order."""
+    def step_actions(self) -> list[str]:
+        """The actions of the collection's steps that ran (gather, apply, report: the tasks
+        that talk to the cluster; each an action plugin in the playbook's process), in
+        order. A pass over an unchanged cluster runs ``[c5c3.glance.gather]``."""
         return [
             e["event_data"]["task_action"]
             for e in self._task_events("runner_on_ok", "runner_on_failed")
-            if e["event_data"].get("task_action") not in CONTROLLER_ACTIONS
+            if e["event_data"].get("task_action") not in BUILTIN_ACTIONS
         ]
 
     @property

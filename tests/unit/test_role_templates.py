@@ -1,8 +1,11 @@
-"""The four object roles, rendered by Ansible itself, emit exactly what desired_objects says.
+"""The four object roles, run by ansible-playbook, emit exactly what desired_objects says.
 
 One ``ansible-playbook`` run per scenario (all started at once) includes the roles
 glance_config, glance_api, glance_exposure and glance_database with ``glance_desired`` set,
-and writes the ``glance_manifests`` fact they build to a file. Each rendered object is then
+and writes the ``glance_manifests`` fact they build to a file. The roles render their
+templates with the filter ``c5c3.glance.role_objects``; a reconcile pass renders the same
+templates in one task (``c5c3.glance.owned_objects``), and the decision layer with
+``render_objects``: both are held here to what the roles emit. Each rendered object is then
 compared with the object its data describes, validated against the Kubernetes OpenAPI
 schemas (``kubernetes-validate``, strict: unknown fields are errors) and, for pods, checked
 against the restricted Pod Security Standard.
@@ -15,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,8 +37,10 @@ from ansible_collections.c5c3.glance.plugins.module_utils.quantity import parse_
 from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import (
     KINDS,
     objects_by_key,
+    owned_objects,
     render_object,
     render_objects,
+    role_objects,
 )
 
 ROOT = COLLECTION_ROOT
@@ -545,17 +551,41 @@ def test_the_schema_check_refuses_an_unknown_field(renders):
         kubernetes_validate.validate(deployment, KUBERNETES_VERSIONS[-1], strict=True)
 
 
-# --- the same templates rendered without Ansible (role_templates) --------------------------
+# --- the same templates rendered outside the roles (role_templates) ------------------------
 
 
 @pytest.mark.parametrize("scenario", RENDERED)
-def test_the_templates_rendered_by_jinja2_alone_are_what_ansible_renders(renders, scenario):
+def test_the_templates_rendered_outside_the_roles_are_what_the_roles_emit(renders, scenario):
     render = renders[scenario]
     by_key = objects_by_key(render.desired, render.manifests)
     assert by_key == render_objects(render.desired)
     for key, obj in by_key.items():
         if obj is not None:
             assert list(obj) == list(render_object(key, render.desired[key]))  # field order too
+    # a pass's render step: the same objects (KINDS order: the route after the policy)
+    owned = owned_objects(render.desired)
+    assert sorted(map(json.dumps, owned)) == sorted(map(json.dumps, render.manifests))
+    assert objects_by_key(render.desired, owned) == by_key
+
+
+def test_a_role_may_render_only_its_own_keys_with_their_templates(renders):
+    desired = renders["full"].desired
+    api = ROOT / "roles" / "glance_api" / "templates"
+    assert role_objects(api, "glance_api", desired, {"service": "service.yaml.j2"}) == [
+        render_object("service", desired["service"])
+    ]
+    with pytest.raises(
+        ValueError, match=re.escape("glance_api renders service with pdb.yaml.j2; ")
+    ):
+        role_objects(api, "glance_api", desired, {"service": "pdb.yaml.j2"})
+    with pytest.raises(
+        ValueError, match=re.escape("KINDS says glance_config/templates/configmap.yaml.j2")
+    ):
+        role_objects(api, "glance_api", desired, {"config_map": "configmap.yaml.j2"})
+    with pytest.raises(ValueError, match="glance_desired has no entry hpa"):
+        role_objects(api, "glance_api", {"service": desired["service"]}, {"hpa": "hpa.yaml.j2"})
+    with pytest.raises(ValueError, match="glance_desired has no entry"):
+        owned_objects({"service": desired["service"]})
 
 
 def test_every_key_has_a_kind_and_a_template_file():
