@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from test_runner_support import reported
 
 from runner.playbook import (
     KEPT_ENTRIES,
@@ -68,21 +69,9 @@ def runner(tmp_path: Path, kubeconfig: str) -> PlaybookRunner:
     return PlaybookRunner(tmp_path / "runner-dir", envvars, verbosity=0, environ={})
 
 
-def seen(run) -> dict:
-    """The ``msg`` of the report task."""
-    assert run.status == "successful", run.stdout_tail
-    [event] = [
-        e
-        for e in run.events
-        if e.get("event") == "runner_on_ok"
-        and e["event_data"].get("task") == "Report what the pass saw"
-    ]
-    return event["event_data"]["res"]["msg"]
-
-
 def test_a_pass_sees_its_own_environment_and_variables(watch, tmp_path):
     run = runner(tmp_path, "/kube/now").run(watch, KEY, thing(size=3), threading.Event())
-    assert seen(run) == {
+    assert reported(run) == {
         "kubeconfig": "/kube/now",
         "size": 3,
         "stale": "absent",
@@ -111,7 +100,7 @@ def test_what_an_earlier_process_left_decides_nothing(watch, tmp_path):
     (old_run / "stdout").write_text("an earlier run's log\n")
 
     run = runner(tmp_path, "/kube/now").run(watch, KEY, thing(size=3), threading.Event())
-    assert seen(run) == {
+    assert reported(run) == {
         "kubeconfig": "/kube/now",
         "size": 3,
         "stale": "absent",
@@ -136,9 +125,9 @@ def test_a_spec_key_removed_between_two_passes_is_gone_from_the_second(watch, tm
     (ansible-runner puts ``-e @env/extravars`` before the fresh ``-e``)."""
     passes = runner(tmp_path, "/kube/now")
     first = passes.run(watch, KEY, thing(size=3, stale="yes"), threading.Event())
-    assert seen(first)["stale"] == "yes"
+    assert reported(first)["stale"] == "yes"
     second = passes.run(watch, KEY, thing(size=4), threading.Event())
-    assert seen(second) == {
+    assert reported(second) == {
         "kubeconfig": "/kube/now",
         "size": 4,
         "stale": "absent",

@@ -126,6 +126,18 @@ def idle(runner: RunnerProcess, kind: str = "glance") -> bool:
 # -- processes ----------------------------------------------------------------------------
 
 
+def reported(run) -> dict[str, Any]:
+    """The ``msg`` of a test playbook's "Report what the pass saw" task in a ``PassRun``."""
+    assert run.status == "successful", run.stdout_tail
+    [event] = [
+        e
+        for e in run.events
+        if e.get("event") == "runner_on_ok"
+        and e["event_data"].get("task") == "Report what the pass saw"
+    ]
+    return event["event_data"]["res"]["msg"]
+
+
 def processes_naming(marker: str) -> list[int]:
     """Every process whose command line contains ``marker``."""
     found = []

@@ -22,7 +22,14 @@ from pathlib import Path
 
 import pytest
 from support.api_env import sample_documents
-from test_runner_support import ROOT, RunnerProcess, api_env, processes_naming, wait_until
+from test_runner_support import (
+    ROOT,
+    RunnerProcess,
+    api_env,
+    processes_naming,
+    reported,
+    wait_until,
+)
 
 from runner.playbook import PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.warm import CLIENT_NAME, SOCKET_NAME, WarmServer, client_script
@@ -93,17 +100,6 @@ def watch(tmp_path) -> Watch:
     playbook.parent.mkdir()
     playbook.write_text(PLAYBOOK)
     return Watch(gvk=GVK, playbook=playbook)
-
-
-def report(run) -> dict:
-    assert run.status == "successful", run.stdout_tail
-    [event] = [
-        e
-        for e in run.events
-        if e.get("event") == "runner_on_ok"
-        and e["event_data"].get("task") == "Report what the pass saw"
-    ]
-    return event["event_data"]["res"]["msg"]
 
 
 def shape(events: list[dict]) -> list[tuple]:
@@ -180,8 +176,8 @@ def test_two_passes_read_their_own_environment_and_verbosity(warm, watch, tmp_pa
         threading.Event(),
     )
     assert first.warm and second.warm
-    assert report(first) == {"kubeconfig": "/kube/one", "keep_remote_files": True, "size": 1}
-    assert report(second) == {"kubeconfig": "/kube/two", "keep_remote_files": False, "size": 2}
+    assert reported(first) == {"kubeconfig": "/kube/one", "keep_remote_files": True, "size": 1}
+    assert reported(second) == {"kubeconfig": "/kube/two", "keep_remote_files": False, "size": 2}
     directory = root / "example.c5c3.io" / "v1" / "Thing" / "ns" / "one"
     first_log = (directory / "artifacts" / first.ident / "stdout").read_text()
     second_log = (directory / "artifacts" / second.ident / "stdout").read_text()
@@ -237,7 +233,7 @@ def test_a_cancel_stops_a_warm_pass_and_everything_it_started(warm, watch, tmp_p
         wait_until(lambda: not processes_naming(SLEEP_MARKER), 30, what="the sleep gone")
         # The server outlives the cancelled pass and serves the next one.
         after = runner.run(watch, KEY, thing(size=5), threading.Event())
-        assert after.warm and report(after)["size"] == 5
+        assert after.warm and reported(after)["size"] == 5
     finally:
         cancel.set()
         thread.join(60)
@@ -282,7 +278,7 @@ def test_a_dead_server_means_cold_passes_not_failed_ones(warm, watch, tmp_path):
     warm.process.wait(30)
     run = runner.run(watch, KEY, thing(size=2), threading.Event())
     assert not run.warm
-    assert report(run) == {"kubeconfig": "/kube", "keep_remote_files": False, "size": 2}
+    assert reported(run) == {"kubeconfig": "/kube", "keep_remote_files": False, "size": 2}
 
 
 def test_a_dead_server_is_started_again(warm, watch, tmp_path):
