@@ -336,11 +336,11 @@ def write_plugin(tmp_path: Path, status: dict, exit_code: int = 0) -> Path:
     return plugin
 
 
-def test_an_exec_plugin_token_is_used_and_cached_until_it_expires(tmp_path):
+def counted_exec_client(tmp_path: Path, token: str, expires: str) -> tuple[kc.KubeClient, Path]:
+    """A client whose user runs an exec plugin answering ``token`` valid until ``expires``,
+    and the file that gets an ``x`` each time the plugin runs."""
     counter = tmp_path / "calls"
-    plugin = write_plugin(
-        tmp_path, {"token": "exec-token", "expirationTimestamp": "2999-01-01T00:00:00Z"}
-    )
+    plugin = write_plugin(tmp_path, {"token": token, "expirationTimestamp": expires})
     wrapper = tmp_path / "wrapper.sh"
     wrapper.write_text(f"#!/bin/sh\necho x >> {counter}\nexec {plugin}\n")
     wrapper.chmod(0o755)
@@ -348,6 +348,11 @@ def test_an_exec_plugin_token_is_used_and_cached_until_it_expires(tmp_path):
         tmp_path,
         {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(wrapper)}},
     )
+    return client, counter
+
+
+def test_an_exec_plugin_token_is_used_and_cached_until_it_expires(tmp_path):
+    client, counter = counted_exec_client(tmp_path, "exec-token", "2999-01-01T00:00:00Z")
     assert client._auth_headers() == {"Authorization": "Bearer exec-token"}
     assert client._auth_headers() == {"Authorization": "Bearer exec-token"}
     assert counter.read_text().count("x") == 1
@@ -370,17 +375,7 @@ def test_an_exec_plugin_that_fails_names_its_error(tmp_path):
 
 
 def test_an_expired_exec_token_is_asked_for_again(tmp_path):
-    counter = tmp_path / "calls"
-    plugin = write_plugin(
-        tmp_path, {"token": "short-lived", "expirationTimestamp": "2000-01-01T00:00:00Z"}
-    )
-    wrapper = tmp_path / "wrapper.sh"
-    wrapper.write_text(f"#!/bin/sh\necho x >> {counter}\nexec {plugin}\n")
-    wrapper.chmod(0o755)
-    client = client_for(
-        tmp_path,
-        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(wrapper)}},
-    )
+    client, counter = counted_exec_client(tmp_path, "short-lived", "2000-01-01T00:00:00Z")
     assert client._auth_headers() == {"Authorization": "Bearer short-lived"}
     assert counter.read_text().count("x") == 2  # at load, and again for the request
 
