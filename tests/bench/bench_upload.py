@@ -1,7 +1,7 @@
 """Benchmark of the image upload path: the rendered uWSGI launch against hand-tuned ones.
 
     make bench            (or: .venv/bin/python tests/bench/bench_upload.py
-                           [--rounds 5] [--size-mib 512] [--candidates all|NAME,...])
+                           [--rounds 9] [--size-mib 512] [--candidates all|NAME,...])
 
 Brings up the e2e stack (``tests/e2e/stack.py``: MariaDB, moto's S3 server, Keystone and a
 Glance from the render; ``make e2e-env`` installs what it runs) and starts, next to it, one
@@ -203,7 +203,10 @@ def hand_tuned(name: str, address: str, scratch: Path) -> Callable[[list[str]], 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    # Nine: one launch's rounds spread by a quarter either way within a run on this 2-core
+    # machine (the client, the S3 server and the API share the cores), which moved a
+    # five-round median by more than the 5 % the target allows (docs/upload.md).
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--size-mib", type=int, default=512)
     parser.add_argument(
         "--candidates",
