@@ -22,7 +22,8 @@ worker forked from that process. So importing here what the pass's filters need 
 decision modules, the CEL parser they build at import, the CRDs and option catalogs,
 cached per process, the CRDs' CEL rules, compiled and memoised) does that work once per
 pass, in the parent, and every later task's worker inherits it instead of redoing it:
-the plan and decide tasks of a pass each used to import, parse and compile all of it.
+the plan and decide tasks of a pass each used to import, parse and compile all of it. The
+object roles' templates are compiled here too, for the render task's worker.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs
+from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs, role_templates
 from ansible_collections.c5c3.glance.plugins.module_utils.cel_validation import (
     compile_rule,
     crd_rules,
@@ -46,11 +47,13 @@ LOCAL_CONNECTIONS = frozenset({"local", "ansible.builtin.local"})
 
 
 # The warm-up (see the module docstring): pass_inputs imports every decision module; the
-# CRDs' CEL rules are compiled once (the judge of the stored objects evaluates them).
+# CRDs' CEL rules are compiled once (the judge of the stored objects evaluates them), and
+# the object roles' templates (the render task's filter renders them).
 WARM = (
     pass_inputs.__name__,
     load_catalogs(),
     [compile_rule(rule) for rule in crd_rules(load_crds())],
+    role_templates.compile_templates(),
 )
 
 
