@@ -256,7 +256,8 @@ def warm_up(collection_paths: list[str] | None, scan_sys_path: bool) -> dict[str
     """Import what is safe before a pass's environment is known (module docstring).
 
     Returns what was done: ``skipped`` names the modules that failed or wanted
-    ``ansible.constants``; ``collection`` is the collection's module_utils imported."""
+    ``ansible.constants`` (and ``BASE_DEFINITIONS`` when they could not be kept);
+    ``collection`` is the collection's modules imported."""
     start = time.process_time()
     hook = _RefuseConfiguration()
     sys.meta_path.insert(0, hook)
