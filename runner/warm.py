@@ -22,7 +22,9 @@ kills the child's process group.
   module of it that can be imported without ``ansible.constants``. The warm-up imports
   them with an import hook that refuses ``ansible.constants``, so a module that starts to
   read the configuration in a later ansible-core is skipped (and reported), never
-  half-configured; ``ansible.constants`` is never in the server;
+  half-configured; ``ansible.constants`` is never in the server; ansible's configuration
+  definitions (``base.yml``, not the configuration) are read once and copied to each
+  pass's configuration manager;
 * the collection's ``module_utils`` through Ansible's collection finder, installed with the
   collection paths an ``ansible-playbook`` would use in the server's environment (asked of
   a forked probe that imports ``ansible.constants`` there), then removed again so the
@@ -49,6 +51,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import copy
 import gc
 import importlib
 import json
@@ -88,6 +91,7 @@ KEY_VARIABLES = (
 """The variables that decide where the collection's modules are found (with the working
 directory when no ``ANSIBLE_CONFIG`` is set: ansible then reads ``./ansible.cfg``)."""
 COLLECTION = "ansible_collections.c5c3.glance"
+BUILTIN_COLLECTION = "ansible_collections.ansible.builtin"
 
 PRELOAD = (
     "argparse",
@@ -237,6 +241,7 @@ ANSIBLE_PRELOAD = (
 """The modules of ansible-core a pass imports that read no configuration at import (found
 with an import hook refusing ``ansible.constants``; ``warm_up`` checks it again)."""
 CONFIGURATION_MODULES = frozenset({"ansible.constants"})
+BASE_DEFINITIONS = "ansible/config/base.yml"
 
 
 class _RefuseConfiguration:
@@ -251,7 +256,8 @@ def warm_up(collection_paths: list[str] | None, scan_sys_path: bool) -> dict[str
     """Import what is safe before a pass's environment is known (module docstring).
 
     Returns what was done: ``skipped`` names the modules that failed or wanted
-    ``ansible.constants``; ``collection`` is the collection's module_utils imported."""
+    ``ansible.constants`` (and ``BASE_DEFINITIONS`` when they could not be kept);
+    ``collection`` is the collection's modules imported."""
     start = time.process_time()
     hook = _RefuseConfiguration()
     sys.meta_path.insert(0, hook)
@@ -269,6 +275,10 @@ def warm_up(collection_paths: list[str] | None, scan_sys_path: bool) -> dict[str
         sys.meta_path.remove(hook)
     if CONFIGURATION_MODULES & set(sys.modules):
         raise RuntimeError("ansible.constants was imported by the warm-up")
+    try:
+        _keep_base_definitions()
+    except Exception as error:  # an ansible-core that changed: skip, report
+        skipped.append(f"{BASE_DEFINITIONS}: {error}")
     collection: list[str] = []
     if collection_paths is not None:
         collection = _warm_collection(collection_paths, scan_sys_path)
@@ -280,9 +290,42 @@ def warm_up(collection_paths: list[str] | None, scan_sys_path: bool) -> dict[str
     }
 
 
+def _keep_base_definitions() -> None:
+    """Read ansible's configuration definitions (``ansible/config/base.yml``: 0.03 CPU-s of
+    YAML, ansible's own file, the same for every configuration) once: the configuration
+    manager every pass builds at ``import ansible.constants`` gets a copy of them while the
+    file is unchanged. Only the definitions are kept: the pass's ``ansible.cfg`` and
+    ``ANSIBLE_*`` are read by the pass."""
+    from ansible.config import manager
+
+    read = manager.ConfigManager._read_config_yaml_file
+    path = os.path.join(os.path.dirname(manager.__file__), "base.yml")
+    stamp = _file_stamp(path)
+    definitions = read(None, path)
+    if not isinstance(definitions, dict) or not definitions:
+        raise ValueError("no configuration definitions read")
+
+    def _read_config_yaml_file(self: Any, yml_file: Any) -> Any:
+        if os.fsdecode(yml_file) == path and _file_stamp(path) == stamp:
+            return copy.deepcopy(definitions)
+        return read(self, yml_file)
+
+    manager.ConfigManager._read_config_yaml_file = _read_config_yaml_file
+
+
+def _file_stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
 def _warm_collection(paths: list[str], scan_sys_path: bool) -> list[str]:
     """The collection's module_utils through Ansible's collection finder, the CRDs and
-    their CEL rules; the finder is removed again (the pass's CLI installs its own)."""
+    their CEL rules, the object roles' templates compiled, and ``ansible.builtin``'s
+    package with its routing metadata; the finder is removed again (the pass's CLI
+    installs its own)."""
     import ansible._internal as internal
     from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
@@ -305,6 +348,10 @@ def _warm_collection(paths: list[str], scan_sys_path: bool) -> list[str]:
         files.load_catalogs()
         for rule in cel.crd_rules(files.load_crds()):
             cel.compile_rule(rule)
+        importlib.import_module(f"{package.__name__}.role_templates").compile_templates()
+        # ansible.builtin's routing (ansible/config/ansible_builtin_runtime.yml, ~10,000
+        # lines of YAML: 0.18 CPU-s) is read when the package is imported and kept on it.
+        imported.append(importlib.import_module(BUILTIN_COLLECTION).__name__)
     finally:
         _AnsibleCollectionFinder._remove()
     return imported

@@ -3,7 +3,8 @@
 """Filter plugins: the compute half of a reconcile pass, on what the gather module read.
 
 ``glance_plan``, ``glance_pass`` and ``glancebackend_pass``; their documentation is in the
-adjacent ``<name>.yml`` files (one file, several filters).
+adjacent ``<name>.yml`` files (one file, several filters). They read the pass's facts
+without templating them again (``plugin_utils/untemplated.py``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs
+from ansible_collections.c5c3.glance.plugins.plugin_utils.untemplated import untemplated
 
 
 def _gathered(value, kind):
     if not isinstance(value, dict) or not value.get("found") or not value.get("object"):
         raise AnsibleFilterError(f"expected the gather result of an existing {kind}")
-    return value
+    return untemplated(value)
 
 
 def glance_plan(gathered):
@@ -25,7 +27,7 @@ def glance_plan(gathered):
 
 def glance_pass(gathered, manifests=None):
     try:
-        return pass_inputs.glance_decision(_gathered(gathered, "Glance"), manifests)
+        return pass_inputs.glance_decision(_gathered(gathered, "Glance"), untemplated(manifests))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

@@ -4,7 +4,8 @@
 
 ``role_objects`` (one role's task: its own templates, named there) and ``owned_objects``
 (a pass's render step: every object role's templates in one call); their documentation is
-in the adjacent ``<name>.yml`` files (one file, two filters).
+in the adjacent ``<name>.yml`` files (one file, two filters). The data is read without
+templating it again (``plugin_utils/untemplated.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.c5c3.glance.plugins.module_utils import role_templates
 from ansible_collections.c5c3.glance.plugins.module_utils.pass_inputs import plain
+from ansible_collections.c5c3.glance.plugins.plugin_utils.untemplated import untemplated
 
 
 def role_objects(desired, role_path, **templates):
@@ -23,7 +25,7 @@ def role_objects(desired, role_path, **templates):
     role = os.path.basename(os.path.normpath(str(role_path)))
     try:
         return role_templates.role_objects(
-            os.path.join(str(role_path), "templates"), role, plain(desired), templates
+            os.path.join(str(role_path), "templates"), role, plain(untemplated(desired)), templates
         )
     except ValueError as exc:
         raise AnsibleFilterError(f"role_objects: {exc}") from exc
@@ -33,7 +35,7 @@ def owned_objects(desired):
     if not isinstance(desired, dict):
         raise AnsibleFilterError("owned_objects: the plan's desired must be a mapping")
     try:
-        return role_templates.owned_objects(plain(desired))
+        return role_templates.owned_objects(plain(untemplated(desired)))
     except ValueError as exc:
         raise AnsibleFilterError(f"owned_objects: {exc}") from exc
 

@@ -801,18 +801,20 @@ def decide_pass(
     now: datetime | str,
     health: Mapping[str, Any] | Health | None = None,
     objects: Mapping[str, dict[str, Any] | None] | None = None,
+    plan: Plan | None = None,
 ) -> PassResult:
     """Decide one reconcile pass of ``glance_obj`` (see the module docstring).
 
     ``objects``: the owned objects the roles rendered from ``pass_plan(...).desired``, by
     key (``role_templates.objects_by_key``); when None they are rendered here from the
-    same templates (``role_templates.render_objects``).
+    same templates (``role_templates.render_objects``). ``plan``: ``pass_plan`` of the same
+    arguments when the caller has it already (None: computed here).
     """
     meta = _meta(glance_obj)
     finalizers = list(meta.get("finalizers") or [])
     if meta.get("deletionTimestamp"):
         return PassResult(finalizer=REMOVE if FINALIZER in finalizers else None)
-    result = _decide(glance_obj, plan_inputs, live, now, health, objects)
+    result = _decide(glance_obj, plan_inputs, live, now, health, objects, plan)
     if FINALIZER not in finalizers:
         # Added by the apply step before any other write; the pass does not stop for it.
         result.finalizer = ADD
@@ -826,9 +828,11 @@ def _decide(
     now: datetime | str,
     health: Mapping[str, Any] | Health | None,
     objects: Mapping[str, dict[str, Any] | None] | None,
+    plan: Plan | None = None,
 ) -> PassResult:
     """Steps 1 to 7 of a Glance that is not being deleted."""
-    plan = pass_plan(glance_obj, plan_inputs, live)
+    if plan is None:
+        plan = pass_plan(glance_obj, plan_inputs, live)
     if objects is None:
         objects = render_objects(plan.desired) if not plan.errors else {}
     p = _Pass(glance_obj, live, objects)

@@ -61,12 +61,18 @@ def glance_decision(
     them from the templates here). The result is ``PassResult.as_dict`` plus ``writes``
     (how many actions write) and ``object`` (the custom resource's reference)."""
     glance, inputs, live = glance_inputs(gathered)
-    objects = None
+    objects = plan = None
     if rendered is not None and gp.is_active(glance):
         plan = gp.pass_plan(glance, inputs, live)
         objects = objects_by_key(plan.desired, plain(list(rendered)))
     result = gp.decide_pass(
-        glance, inputs, live, gathered["now"], health=gathered.get("health"), objects=objects
+        glance,
+        inputs,
+        live,
+        gathered["now"],
+        health=gathered.get("health"),
+        objects=objects,
+        plan=plan,
     )
     out = result.as_dict()
     out["writes"] = len(result.writes)

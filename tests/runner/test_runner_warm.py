@@ -156,6 +156,58 @@ def test_the_warm_up_reads_no_configuration_and_skips_nothing():
     assert f"{module_utils}.kube_client" in report_["collection"]
 
 
+CONFIGURATION_PROBE = """
+import json, os, sys
+import runner.warm as warm
+if sys.argv[1] == "warm":
+    warm.warm_up(*warm.probe_collection_paths())
+    os.environ["ANSIBLE_FORKS"] = "7"  # a pass's own variable, set after the warm-up
+    pid = os.fork()
+    if pid:
+        sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+import ansible.constants as C
+builtin = sys.modules.get("ansible_collections.ansible.builtin")
+print(json.dumps({
+    "definitions": C.config._base_defs,
+    "forks": C.DEFAULT_FORKS,
+    "reader": type(C.config)._read_config_yaml_file.__module__,
+    "builtin_routing": sorted(getattr(builtin, "_collection_meta", None) or []),
+}, default=str))
+sys.stdout.flush()
+"""
+
+
+def test_a_pass_reads_its_own_configuration_over_the_kept_definitions():
+    """The server keeps ansible's configuration definitions (``base.yml``) and the
+    ``ansible.builtin`` routing: a pass forked from it builds the same definitions as a cold
+    ``import ansible.constants``, and still reads its own ``ANSIBLE_*`` variables."""
+    answers = {}
+    for mode, extra in (("warm", {}), ("cold", {"ANSIBLE_FORKS": "7"})):
+        result = subprocess.run(
+            [sys.executable, "-c", CONFIGURATION_PROBE, mode],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                **pass_environment(),
+                **extra,
+                "PYTHONPATH": f"{ROOT}/.collections:{ROOT}",
+            },
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        answers[mode] = json.loads(result.stdout)
+    assert answers["warm"]["forks"] == answers["cold"]["forks"] == 7
+    assert answers["warm"]["definitions"] == answers["cold"]["definitions"]
+    assert len(answers["warm"]["definitions"]) > 100
+    assert (answers["warm"]["reader"], answers["cold"]["reader"]) == (
+        "runner.warm",
+        "ansible.config.manager",
+    )
+    assert "plugin_routing" in answers["warm"]["builtin_routing"]  # read in the server
+
+
 def test_two_passes_read_their_own_environment_and_verbosity(warm, watch, tmp_path):
     """The child imports ansible's configuration after the pass's environment is set: an
     ``ANSIBLE_*`` variable, ``KUBECONFIG`` and ``-v`` of one pass do not reach the next."""
