@@ -98,6 +98,8 @@ class Manager:
         self.started = threading.Event()
         self.controllers: dict[tuple[str, str], Controller] = {}
         self.informers: list[Informer] = []
+        self.child_informers: list[Informer] = []
+        """The informers of the kinds that have a parent (``controller.PARENT_KINDS``)."""
         self.elector: LeaderElector | None = None
         self.servers: list[EndpointServer] = []
         self.webhook: Any = None
@@ -316,6 +318,8 @@ class Manager:
                 )
                 if watch.gvk.kind == "Glance":
                     primary.handler = self._glance_handler(watch, primary)
+                if (watch.gvk.group, watch.gvk.kind) in ctl.PARENT_KINDS:
+                    self.child_informers.append(primary)
                 self.informers.append(primary)
         for api_version, kind in ctl.dependent_kinds(self.watches):
             try:
@@ -374,29 +378,31 @@ class Manager:
         self._workers_started = True
 
     # -- events ----------------------------------------------------------------------------
-    def _enqueue(self, key: ObjectKey, why: str, source: dict | None) -> None:
+    def _enqueue(self, key: ObjectKey, reason: str, source: dict | None) -> None:
         controller = self.controllers.get((key.group, key.kind))
         if controller is None:
             return
-        controller.queue.add(key)
+        queued = controller.queue.add(key, reason)
         if log.enabled_for_debug():
             meta = (source or {}).get("metadata") or {}
             log.debug(
-                "enqueued",
+                "enqueued" if queued else "already queued",
                 controller=controller.name,
                 key=ctl.describe(key),
-                event=why,
+                reason=reason,
                 source=f"{(source or {}).get('kind')} {meta.get('namespace')}/{meta.get('name')}",
                 resource_version=meta.get("resourceVersion"),
             )
 
     def _primary_handler(self, watch: Watch):
+        kind = watch.gvk.kind
+
         def handle(event: str, new: dict | None, old: dict | None) -> None:
             obj = new if new is not None else old
             if ctl.primary_wants(watch, event, new, old):
-                self._enqueue(ctl.key_of(watch, obj), event, obj)
+                self._enqueue(ctl.key_of(watch, obj), ctl.event_reason(kind, event), obj)
             for key in ctl.parent_keys(watch, new, old, self.watched):
-                self._enqueue(key, f"child {event}", obj)
+                self._enqueue(key, ctl.event_reason(kind, event, "child"), obj)
 
         return handle
 
@@ -414,13 +420,26 @@ class Manager:
         return handle
 
     def _dependent_handler(self, event: str, new: dict | None, old: dict | None) -> None:
-        if not ctl.dependent_wants(event, new, old):
+        change = ctl.dependent_change(event, new, old)
+        mounts = ctl.mount_change(event, new, old)
+        if change is None and not mounts:
             return
-        keys = ctl.owner_keys(new or old, self.watched)
+        source = new or old
+        keys = ctl.owner_keys(source, self.watched)
         if new is not None and old is not None:
             keys += ctl.owner_keys(old, self.watched)
-        for key in dict.fromkeys(keys):
-            self._enqueue(key, f"dependent {event}", new or old)
+        keys = list(dict.fromkeys(keys))
+        kind = str(source.get("kind"))
+        if change is not None:
+            reason = ctl.event_reason(kind, event, "dependent", "" if change == event else change)
+            for key in keys:
+                self._enqueue(key, reason, source)
+        if mounts and keys:
+            children = [item for informer in self.child_informers for item in informer.items()]
+            reason = ctl.event_reason(kind, event, "parent's", "mounts")
+            for owner in keys:
+                for key in ctl.child_keys(owner, self.watched, children):
+                    self._enqueue(key, reason, source)
 
     def _job_handler(self, informer: Informer):
         """A Job informer's handler: count db-sync and db-purge Jobs, then the usual."""
@@ -443,7 +462,9 @@ class Manager:
             with self._in_flight_lock:
                 self.in_flight += 1
             try:
-                result = controller.reconciler.reconcile(key, self.cancel)
+                result = controller.reconciler.reconcile(
+                    key, self.cancel, woken_by=queue.reasons(key)
+                )
             except Exception as error:
                 log.error(
                     "reconcile crashed",
@@ -465,12 +486,13 @@ class Manager:
 
     @staticmethod
     def _requeue(queue: WorkQueue, key: ObjectKey, requeue: ctl.Requeue) -> None:
+        reason = ctl.requeue_reason(requeue)
         if requeue.how == ctl.RATE_LIMITED:
-            queue.add_rate_limited(key)
+            queue.add_rate_limited(key, reason)
             return
         queue.forget(key)
         if requeue.seconds:
-            queue.add_after(key, requeue.seconds)
+            queue.add_after(key, requeue.seconds, reason)
 
     def _forget_metrics(self, key: ObjectKey) -> None:
         self.metrics.forget_glance(key.name, key.namespace)

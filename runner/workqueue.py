@@ -9,13 +9,21 @@ is the same contract in Python, for threads:
   again until :meth:`WorkQueue.done`; one added meanwhile waits, and is handed out
   once after ``done``;
 * **delays**: :meth:`WorkQueue.add_after` adds a key later; of several pending delays
-  for one key the earliest wins;
+  for one key the earliest wins; a delay still pending when its key is handed out is
+  dropped (here client-go differs, see below);
 * **backoff**: :meth:`WorkQueue.add_rate_limited` after a failed pass delays the key
   by the rate limiter (:func:`default_rate_limiter`: client-go's
   ``DefaultControllerRateLimiter``), :meth:`WorkQueue.forget` after a successful one
   resets its backoff.
 
-Shutting down differs from client-go on purpose: after :meth:`WorkQueue.shut_down` no
+A pending delay ends when its key is handed out, on purpose: client-go keeps it, and the
+key comes back once more when it is due. Every delay is a pass's own request to look
+again (``requeue_after``, the backoff, the periodic pass); a pass that starts earlier,
+because an event brought the key back, reads the object later than the pass that asked,
+and ends with its own request when it still has to wait. The pass the old delay would
+add sees nothing the newer one did not (docs/runner.md, "Why a pass runs").
+
+Shutting down differs from client-go on purpose too: after :meth:`WorkQueue.shut_down` no
 key is handed out any more, even one that was waiting (client-go still hands those
 out). A runner that stops mid-way leaves nothing undone that matters: the next leader
 lists every object and reconciles it. ``drain=True`` also waits until every key handed
@@ -276,7 +284,10 @@ class WorkQueue:
         self._ready: deque[Hashable] = deque()  # handed out in this order
         self._dirty: set[Hashable] = set()  # in _ready, or to be requeued after done()
         self._processing: set[Hashable] = set()
-        self._due: dict[Hashable, float] = {}  # key -> earliest time it was asked for
+        self._due: dict[Hashable, tuple[float, int]] = {}  # key -> its live timer: time, seq
+        self._due_reason: dict[Hashable, str] = {}  # key -> why that delayed add was asked
+        self._reasons: dict[Hashable, list[str]] = {}  # why a dirty key was asked for
+        self._handed_reasons: dict[Hashable, tuple[str, ...]] = {}  # of the keys in process
         self._timers: list[tuple[float, int, Hashable]] = []  # heap; stale entries skipped
         self._sequence = itertools.count()
         self._shutting_down = False
@@ -292,30 +303,44 @@ class WorkQueue:
         with self._condition:
             return self._shutting_down
 
-    def add(self, key: Hashable) -> None:
-        """Ask for a pass over ``key``; nothing more if one is already waiting."""
+    def add(self, key: Hashable, reason: str = "") -> bool:
+        """Ask for a pass over ``key``; nothing more if one is already waiting (then only
+        ``reason`` is noted). Whether the key entered the queue."""
         with self._condition:
-            self._add(key)
+            return self._add(key, reason)
 
-    def add_after(self, key: Hashable, seconds: float) -> None:
+    def add_after(self, key: Hashable, seconds: float, reason: str = "") -> None:
         """Ask for a pass over ``key`` in ``seconds``; the earliest of several requests wins."""
         with self._condition:
             if self._shutting_down:
                 return
             self.observer.retried()
             if seconds <= 0:
-                self._add(key)
+                self._add(key, reason)
                 return
             due = self.clock.now() + seconds
-            if key in self._due and self._due[key] <= due:
+            if key in self._due and self._due[key][0] <= due:
                 return
-            self._due[key] = due
-            heapq.heappush(self._timers, (due, next(self._sequence), key))
+            sequence = next(self._sequence)
+            self._due[key] = (due, sequence)
+            self._due_reason[key] = reason
+            if len(self._timers) > 2 * len(self._due) + 64:  # mostly dropped delays: compact
+                self._timers = [
+                    entry for entry in self._timers if self._due.get(entry[2]) == entry[:2]
+                ]
+                heapq.heapify(self._timers)
+            heapq.heappush(self._timers, (due, sequence, key))
             self._condition.notify_all()
 
-    def add_rate_limited(self, key: Hashable) -> None:
+    def add_rate_limited(self, key: Hashable, reason: str = "") -> None:
         """Ask for another pass over ``key`` after its backoff (the last pass failed)."""
-        self.add_after(key, self.rate_limiter.when(key))
+        self.add_after(key, self.rate_limiter.when(key), reason)
+
+    def reasons(self, key: Hashable) -> tuple[str, ...]:
+        """Why the pass over ``key`` (handed out, not yet done) was asked for: the reason of
+        the add that queued it first, then those of the adds that coalesced into it."""
+        with self._condition:
+            return self._handed_reasons.get(key, ())
 
     def forget(self, key: Hashable) -> None:
         """``key``'s last pass succeeded: its next failure starts the backoff again."""
@@ -341,6 +366,9 @@ class WorkQueue:
                     key = self._ready.popleft()
                     self._dirty.discard(key)
                     self._processing.add(key)
+                    self._handed_reasons[key] = tuple(self._reasons.pop(key, ()))
+                    self._due.pop(key, None)  # its heap entry is skipped when it comes up
+                    self._due_reason.pop(key, None)
                     self.observer.depth(len(self._ready))
                     self.observer.handed_out(key)
                     return key
@@ -359,6 +387,7 @@ class WorkQueue:
             if key in self._processing:
                 self.observer.finished(key)
             self._processing.discard(key)
+            self._handed_reasons.pop(key, None)
             if key in self._dirty and not self._shutting_down:
                 self._ready.append(key)
                 self.observer.depth(len(self._ready))
@@ -375,6 +404,8 @@ class WorkQueue:
             self._ready.clear()
             self._dirty.clear()
             self._due.clear()
+            self._due_reason.clear()
+            self._reasons.clear()
             self._timers.clear()
             self.observer.depth(0)
             self.observer.dropped()
@@ -391,15 +422,22 @@ class WorkQueue:
 
     # -- under the lock -----------------------------------------------------------------
 
-    def _add(self, key: Hashable) -> None:
-        if self._shutting_down or key in self._dirty:
-            return
+    def _add(self, key: Hashable, reason: str = "") -> bool:
+        if self._shutting_down:
+            return False
+        if key in self._dirty:
+            reasons = self._reasons.setdefault(key, [])
+            if reason and reason not in reasons:  # bounded by the distinct reasons
+                reasons.append(reason)
+            return False
         self.observer.added(key)
         self._dirty.add(key)
+        self._reasons[key] = [reason] if reason else []
         if key not in self._processing:
             self._ready.append(key)
             self.observer.depth(len(self._ready))
             self._condition.notify_all()
+        return True
 
     def _next_due(self) -> float | None:
         return self._timers[0][0] if self._timers else None
@@ -408,7 +446,7 @@ class WorkQueue:
         """Add every delayed key whose time has come."""
         now = self.clock.now()
         while self._timers and self._timers[0][0] <= now:
-            due, _, key = heapq.heappop(self._timers)
-            if self._due.get(key) == due:
+            due, sequence, key = heapq.heappop(self._timers)
+            if self._due.get(key) == (due, sequence):
                 del self._due[key]
-                self._add(key)
+                self._add(key, self._due_reason.pop(key, ""))

@@ -180,12 +180,99 @@ def test_no_delay_adds_at_once(queue, seconds):
     assert ready(queue) == [GLANCE]
 
 
-def test_a_delay_for_a_waiting_key_brings_it_back_after_its_pass(clock, queue):
-    queue.add(GLANCE)
-    queue.add_after(GLANCE, 30)
+def test_a_delay_pending_when_its_key_is_handed_out_is_dropped(clock, queue):
+    """Not client-go: the pass that starts now asks again itself if it must wait."""
+    queue.add_after(GLANCE, 30, "requeue_after")
+    queue.add(GLANCE, "MODIFIED Glance")  # an event brings it back before the delay
     assert ready(queue) == [GLANCE]
     clock.advance(30)
+    assert ready(queue) == []
+
+
+def test_a_delay_asked_during_a_pass_brings_the_key_back_after_it(clock, queue):
+    queue.add(GLANCE)
+    key = queue.get(timeout=0)
+    queue.add_after(GLANCE, 30, "requeue_after")  # the pass's own request, as it ends
+    queue.done(key)
+    clock.advance(29.999)
+    assert ready(queue) == []
+    clock.advance(0.001)
     assert ready(queue) == [GLANCE]
+
+
+def test_dropping_a_delay_keeps_the_other_keys_delays(clock, queue):
+    queue.add_after(GLANCE, 10)
+    queue.add_after(OTHER, 20)
+    queue.add(GLANCE)
+    assert ready(queue) == [GLANCE]
+    clock.advance(20)
+    assert ready(queue) == [OTHER]
+
+
+def test_dropped_delays_do_not_pile_up(clock, queue):
+    """Every pass over a key drops its delay and asks for a new one (the periodic pass):
+    the heap of timers stays near the number of keys with a delay."""
+    for _ in range(1000):
+        for key in (GLANCE, OTHER):
+            queue.add(key)
+        for key in ready_keys(queue):
+            queue.add_after(key, 36000)
+            queue.done(key)
+    assert len(queue._timers) <= 2 * 2 + 64 + 1
+    clock.advance(36000)
+    assert sorted(ready(queue)) == sorted([GLANCE, OTHER])
+
+
+def ready_keys(queue: WorkQueue) -> list:
+    """Every key ready now, handed out and not yet done."""
+    keys = []
+    while (key := queue.get(timeout=0)) is not None:
+        keys.append(key)
+    return keys
+
+
+# -- why a key was handed out -------------------------------------------------------------
+
+
+def test_a_key_carries_the_reason_that_queued_it_then_those_that_coalesced(queue):
+    assert queue.add(GLANCE, "ADDED Glance") is True
+    assert queue.add(GLANCE, "child ADDED GlanceBackend") is False
+    assert queue.add(GLANCE, "child ADDED GlanceBackend") is False  # each reason once
+    assert queue.add(GLANCE, "dependent MODIFIED Job readiness") is False
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == (
+        "ADDED Glance",
+        "child ADDED GlanceBackend",
+        "dependent MODIFIED Job readiness",
+    )
+    queue.done(key)
+    assert queue.reasons(key) == ()
+
+
+def test_a_delayed_key_carries_the_reason_of_its_delay(clock, queue):
+    queue.add_after(GLANCE, 5, "requeue_after")
+    queue.add_after(GLANCE, 10, "reconcile_period")  # later: dropped, its reason too
+    clock.advance(10)
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == ("requeue_after",)
+    queue.done(key)
+
+
+def test_a_request_during_a_pass_carries_its_reason_to_the_next_pass(queue):
+    queue.add(GLANCE, "ADDED Glance")
+    key = queue.get(timeout=0)
+    queue.add(GLANCE, "dependent MODIFIED Deployment readiness")
+    assert queue.reasons(key) == ("ADDED Glance",)
+    queue.done(key)
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == ("dependent MODIFIED Deployment readiness",)
+
+
+def test_a_backoff_carries_its_reason(clock, queue):
+    queue.add_rate_limited(GLANCE, "backoff")
+    clock.advance(1)
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == ("backoff",)
 
 
 def test_delayed_keys_come_out_in_time_order(clock, queue):
