@@ -64,7 +64,7 @@ from runner.metrics import (
 )
 from runner.metrics_feed import job_facts
 from runner.watches import Watch
-from runner.workqueue import ObjectKey
+from runner.workqueue import HIGH_PRIORITY, LOW_PRIORITY, ObjectKey
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -423,6 +423,14 @@ def requeue_reason(requeue: Requeue) -> str:
     if requeue.how == RATE_LIMITED:
         return WOKEN_BY_BACKOFF
     return WOKEN_BY_REQUEUE_AFTER if requeue.how == AFTER else WOKEN_BY_PERIOD
+
+
+def requeue_priority(requeue: Requeue) -> int:
+    """The priority of the add that follows a pass: low for a look again that no change
+    asked for (``requeue_after``, the periodic pass), so the passes events asked for go
+    first; the backoff keeps the high one (an error to retry, ``requeue_after: 0``: the
+    next step of an upgrade)."""
+    return HIGH_PRIORITY if requeue.how == RATE_LIMITED else LOW_PRIORITY
 
 
 WOKEN_BY_BACKOFF = "backoff"

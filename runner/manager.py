@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +54,10 @@ from runner.settings import Settings
 from runner.warm import WarmServer
 from runner.watches import Watch, max_concurrent_reconciles
 from runner.workqueue import (
+    HIGH_PRIORITY,
     MonotonicClock,
     ObjectKey,
+    PassSlots,
     ShutDown,
     WorkQueue,
     default_rate_limiter,
@@ -126,7 +128,7 @@ class Manager:
         self.executor = PlaybookRunner(
             settings.runner_dir or DEFAULT_PARENT, envvars, settings.ansible_verbosity, self.environ
         )  # its root is set when the runner dir is claimed (run)
-        self.slots = threading.Semaphore(settings.max_concurrent_reconciles)
+        self.slots = PassSlots(settings.max_concurrent_reconciles)
         self.db_jobs = DbJobCounter(self.metrics)
         self.upgrade_phases = UpgradePhaseTimer(self.metrics)
         self.glance_conditions = GlanceConditions(self.metrics)
@@ -147,6 +149,7 @@ class Manager:
                     self.runs_total,
                     name,
                     self.metrics if watch.gvk.kind == "Glance" else None,
+                    priority_of=queue.priority,
                 ),
                 settings.reconcile_period,
                 on_gone=self._forget_metrics if watch.gvk.kind == "Glance" else None,
@@ -487,12 +490,13 @@ class Manager:
     @staticmethod
     def _requeue(queue: WorkQueue, key: ObjectKey, requeue: ctl.Requeue) -> None:
         reason = ctl.requeue_reason(requeue)
+        priority = ctl.requeue_priority(requeue)
         if requeue.how == ctl.RATE_LIMITED:
-            queue.add_rate_limited(key, reason)
+            queue.add_rate_limited(key, reason, priority)
             return
         queue.forget(key)
         if requeue.seconds:
-            queue.add_after(key, requeue.seconds, reason)
+            queue.add_after(key, requeue.seconds, reason, priority)
 
     def _forget_metrics(self, key: ObjectKey) -> None:
         self.metrics.forget_glance(key.name, key.namespace)
@@ -538,31 +542,31 @@ class Manager:
 class _SlotExecutor:
     """The playbook runner behind the process-wide pass slots, counting runs per controller
     and status for ``/metrics``; with ``step_metrics`` (the Glance controller) each finished
-    run's steps are observed too (``runner.metrics_feed.observe_pass``)."""
+    run's steps are observed too (``runner.metrics_feed.observe_pass``). A pass waits for
+    its slot at the priority its key was handed out with (``priority_of``)."""
 
     def __init__(
         self,
         executor: PlaybookRunner,
-        slots: threading.Semaphore,
+        slots: PassSlots,
         counter: Any,
         controller: str,
         step_metrics: RunnerMetrics | None = None,
+        priority_of: Callable[[ObjectKey], int] | None = None,
     ) -> None:
         self.executor = executor
         self.slots = slots
         self.counter = counter
         self.controller = controller
         self.step_metrics = step_metrics
+        self.priority_of = priority_of or (lambda key: HIGH_PRIORITY)
         counter.labels(controller=controller, status="successful")
 
     def run(
         self, watch: Watch, key: ObjectKey, obj: Mapping[str, Any], cancel: threading.Event
     ) -> PassRun:
-        while not self.slots.acquire(timeout=0.2):
-            if cancel.is_set():
-                return PassRun(
-                    RunOutcome(None, (), None), "canceled", None, "", 0.0, cancelled=True
-                )
+        if not self.slots.acquire(self.priority_of(key), cancel):
+            return PassRun(RunOutcome(None, (), None), "canceled", None, "", 0.0, cancelled=True)
         try:
             if cancel.is_set():
                 return PassRun(

@@ -20,7 +20,14 @@ from runner.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER, R
 from runner.reconciler import Reconciler
 from runner.settings import parse_settings
 from runner.watches import GroupVersionKind, LabelSelector, load_watches
-from runner.workqueue import ManualClock, ObjectKey, WorkQueue, default_rate_limiter
+from runner.workqueue import (
+    HIGH_PRIORITY,
+    LOW_PRIORITY,
+    ManualClock,
+    ObjectKey,
+    WorkQueue,
+    default_rate_limiter,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "glance.openstack.c5c3.io"
@@ -329,6 +336,19 @@ def test_the_children_of_an_owner_are_its_backends_in_its_namespace():
 )
 def test_a_requeue_names_why_the_key_comes_back(requeue, reason):
     assert ctl.requeue_reason(requeue) == reason
+
+
+@pytest.mark.parametrize(
+    ("requeue", "priority"),
+    [
+        (ctl.ERROR, HIGH_PRIORITY),  # a retry
+        (ctl.Requeue(ctl.RATE_LIMITED, None, "requeue"), HIGH_PRIORITY),  # requeue_after: 0
+        (ctl.Requeue(ctl.AFTER, 10, "requeue_after"), LOW_PRIORITY),
+        (ctl.Requeue(ctl.FORGET, 36000, "success"), LOW_PRIORITY),
+    ],
+)
+def test_a_look_again_that_no_change_asked_for_waits_behind_events(requeue, priority):
+    assert ctl.requeue_priority(requeue) == priority
 
 
 def test_an_event_reason_names_the_event_the_kind_and_the_relation():
@@ -792,7 +812,7 @@ def test_the_passes_of_all_kinds_share_the_process_wide_slots(tmp_path):
     from runner.manager import _SlotExecutor
 
     m = manager(tmp_path)
-    assert m.slots._value == 1  # --max-concurrent-reconciles, for both controllers together
+    assert m.slots.slots == 1  # --max-concurrent-reconciles, for both controllers together
     running, most = [], []
     lock = threading.Lock()
 
@@ -828,7 +848,8 @@ def test_the_passes_of_all_kinds_share_the_process_wide_slots(tmp_path):
     assert max(most) == 1 and len(most) == 4
 
     cancel = threading.Event()
-    m.slots.acquire()  # every slot taken: a pass waits; cancelling abandons it
+    assert m.slots.acquire(HIGH_PRIORITY, threading.Event())  # every slot taken: a pass
+    # waits; cancelling abandons it
     cancel.set()
     run = glances.run(GLANCE_WATCH, KEY, {}, cancel)
     m.slots.release()

@@ -11,11 +11,14 @@ import pytest
 
 from runner.workqueue import (
     DEFAULT_BACKOFF_CAP,
+    HIGH_PRIORITY,
+    LOW_PRIORITY,
     ItemExponentialBackoff,
     ManualClock,
     MaxOf,
     MonotonicClock,
     ObjectKey,
+    PassSlots,
     ShutDown,
     TokenBucket,
     WorkQueue,
@@ -229,6 +232,91 @@ def ready_keys(queue: WorkQueue) -> list:
     while (key := queue.get(timeout=0)) is not None:
         keys.append(key)
     return keys
+
+
+# -- priority -----------------------------------------------------------------------------
+
+
+def test_keys_of_a_higher_priority_are_handed_out_first_in_their_order(queue):
+    queue.add(GLANCE, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "MODIFIED Glance")
+    queue.add(BACKEND, "ADDED GlanceBackend", HIGH_PRIORITY)
+    assert ready(queue) == [OTHER, BACKEND, GLANCE]
+
+
+def test_a_waiting_key_moves_up_to_the_highest_priority_it_was_asked_with(queue):
+    queue.add(GLANCE, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "dependent MODIFIED Job readiness")  # moves up, keeps one entry
+    queue.add(GLANCE, "reconcile_period", LOW_PRIORITY)  # not down again
+    assert len(queue) == 2
+    key = queue.get(timeout=0)
+    assert (key, queue.priority(key)) == (OTHER, HIGH_PRIORITY)
+    assert queue.reasons(key) == ("requeue_after", "dependent MODIFIED Job readiness")
+    queue.done(key)
+    key = queue.get(timeout=0)
+    assert (key, queue.priority(key)) == (GLANCE, LOW_PRIORITY)
+
+
+def test_a_delayed_key_comes_out_at_the_priority_of_its_delay(clock, queue):
+    queue.add_after(GLANCE, 5, "requeue_after", LOW_PRIORITY)
+    queue.add_after(OTHER, 6, "backoff")
+    clock.advance(6)
+    assert ready(queue) == [OTHER, GLANCE]
+
+
+def test_a_request_during_a_pass_keeps_its_priority_for_the_next_pass(queue):
+    queue.add(GLANCE)
+    key = queue.get(timeout=0)
+    queue.add(GLANCE, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "MODIFIED Glance", LOW_PRIORITY)
+    queue.done(key)
+    queue.add(BACKEND, "MODIFIED GlanceBackend")
+    assert ready(queue) == [BACKEND, OTHER, GLANCE]
+
+
+def test_a_freed_slot_goes_to_the_waiting_pass_of_the_highest_priority():
+    slots, cancel = PassSlots(1), threading.Event()
+    assert slots.acquire(HIGH_PRIORITY, cancel)
+    order: list[str] = []
+
+    def wait(name: str, priority: int):
+        def run():
+            assert slots.acquire(priority, cancel)
+            order.append(name)
+            slots.release()
+
+        return run
+
+    low = Background(wait("low", LOW_PRIORITY))
+    wait_for(lambda: slots.waiting == 1)
+    high = Background(wait("high", HIGH_PRIORITY))
+    wait_for(lambda: slots.waiting == 2)
+    slots.release()
+    high.join()
+    low.join()
+    assert order == ["high", "low"]
+
+
+def test_a_pass_waiting_for_a_slot_gives_up_when_cancelled():
+    slots, cancel = PassSlots(1), threading.Event()
+    assert slots.acquire(HIGH_PRIORITY, cancel)
+    waiter = Background(lambda: slots.acquire(HIGH_PRIORITY, cancel, poll=0.01))
+    wait_for(lambda: slots.waiting == 1)
+    cancel.set()
+    assert waiter.join() is False
+    assert slots.waiting == 0
+    slots.release()
+    assert slots.acquire(HIGH_PRIORITY, threading.Event())  # the slot is free again
+
+
+def wait_for(condition, attempts: int = 10000) -> None:
+    """Poll ``condition`` until true (another thread's progress); no time is asserted."""
+    for _ in range(attempts):
+        if condition():
+            return
+        threading.Event().wait(0.001)
+    raise AssertionError("the condition never held")
 
 
 # -- why a key was handed out -------------------------------------------------------------
