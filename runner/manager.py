@@ -6,7 +6,9 @@ backoff capped at ``--max-backoff``), worker threads (``max_concurrent_reconcile
 kind), and a ``Reconciler``. The passes of all kinds share ``--max-concurrent-reconciles``
 slots: an ansible-playbook run is CPU-bound, so the process never runs more at once than
 the CPUs it may use (ansible-operator bounds each kind alone; with two kinds that ran twice
-as many processes as CPUs, for longer passes and twice the memory).
+as many processes as CPUs, for longer passes and twice the memory). A freed slot goes to
+the waiting pass of the highest priority (``runner.workqueue.PassSlots``): the passes
+events asked for before the polls.
 
 **Informers** feed the queues: one per watched kind and one per dependent
 kind (filtered by ``--dependent-label-selector``), in each watched namespace or cluster-wide;

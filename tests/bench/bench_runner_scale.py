@@ -1,7 +1,8 @@
 """Benchmark of the runner at scale: prints numbers and the targets, asserts nothing about time.
 
     make bench            (or: .venv/bin/python tests/bench/bench_runner_scale.py
-                           [--glances 50] [--concurrency N] [--first-pass-only] [--cold])
+                           [--glances 50] [--concurrency N] [--first-pass-only] [--cold]
+                           [--keep-log FILE])
 
 On a real kube-apiserver when ``KUBE_ASSETS_DIR`` names its binaries, else on the API test
 double (in this process): ``python -m runner`` (a child process, all namespaces, no leader
@@ -24,6 +25,15 @@ and Deployment controllers (``ApiEnv.settle``) while it waits. Printed, next to 
   it forks are its children, not the runner's: it reaps them, so its ``cutime`` holds
   them); ``--cold`` runs the runner with ``WARM_PASSES=false`` (a cold ansible-playbook
   per pass) for the figures to compare;
+* **pass accounting**: the passes per Glance and per GlanceBackend (min, median, max) and
+  by what woke them (the first ``woken_by`` of each ``pass started``), the mean time a key
+  waited in its queue and then with its worker (``workqueue_*_duration_seconds``), and
+  how busy the pass slots were running playbooks (the runs' summed wall time over
+  slots times the run; passes that end after the last look count too, so it can pass
+  100 %); ``--keep-log`` keeps the runner's log;
+* **the other processes' CPU**: of this process (creating, polling, playing the Job and
+  Deployment controllers for every namespace every 0.5 s) and of kube-apiserver and
+  etcd, which share the cores with the runner;
 * **memory**: the peak of the summed PSS of the runner and all its descendants (sampled
   every 0.5 s), which the pod's memory limit must hold (target < 400 MiB), and the peak
   of their summed RSS (which counts the warm server's pages, shared copy-on-write with
