@@ -854,3 +854,24 @@ def test_the_passes_of_all_kinds_share_the_process_wide_slots(tmp_path):
     run = glances.run(GLANCE_WATCH, KEY, {}, cancel)
     m.slots.release()
     assert run.cancelled and run.status == "canceled"
+
+
+def test_a_look_again_is_queued_low_and_a_retry_high_and_passes_wait_at_that_priority(
+    tmp_path,
+):
+    m = manager(tmp_path)
+    controller = m.controllers[(GROUP, "Glance")]
+    queue, calls = controller.queue, []
+    queue.add_after = lambda key, seconds, reason="", priority=HIGH_PRIORITY: calls.append(
+        (key, reason, priority)
+    )
+    m._requeue(queue, KEY, ctl.Requeue(ctl.AFTER, 10, "requeue_after"))
+    m._requeue(queue, KEY, ctl.Requeue(ctl.FORGET, 36000, "success"))
+    m._requeue(queue, KEY, ctl.ERROR)
+    assert calls == [
+        (KEY, ctl.WOKEN_BY_REQUEUE_AFTER, LOW_PRIORITY),
+        (KEY, ctl.WOKEN_BY_PERIOD, LOW_PRIORITY),
+        (KEY, ctl.WOKEN_BY_BACKOFF, HIGH_PRIORITY),
+    ]
+    # The pass asks for its slot at the priority its key was handed out with.
+    assert controller.reconciler.executor.priority_of == queue.priority
