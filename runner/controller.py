@@ -22,8 +22,18 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
   HTTPRoute's readiness (:func:`readiness`) wakes the owner too, although it is a status
   change. The Glance pass waits for exactly these (DeploymentReady, the db-sync Job,
   HTTPRouteAccepted); with the predicate alone the pass would see them only at its next
-  requeue (10 to 30 s later). Other status changes (a Deployment's ``conditions`` timestamps,
-  a Job's ``active`` count) still wake nothing.
+  requeue (10 to 30 s later). Other status changes (a Deployment's ``conditions`` timestamps
+  or a replica count that flips none of the pass's predicates, a Job's ``active`` count)
+  still wake nothing.
+
+* **a parent's Deployment** also wakes the parent's GlanceBackends (those whose
+  ``spec.glanceRef.name`` is the owner Glance, same namespace) when the backends Secret it
+  mounts changes: created with one, deleted, or mounting another (:func:`mount_change`;
+  the Secret is content-addressed and create-only, so a new section is a new name). That
+  is what a backend's ``ConfigProjected`` reads; without the wake a backend sees it at its
+  next backstop poll, up to 15 s later and after polls that change nothing. This is a
+  ``Watches(Deployment, EnqueueRequestsFromMapFunc)`` of the GlanceBackend controller,
+  which ansible-operator has no ``watches.yaml`` field for.
 
 Dependent objects are cached in compact form (:func:`compact_dependent`: identity, owner
 references, a digest of everything the predicate compares and the readiness), as
@@ -39,7 +49,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils import glancebackend_pass
+from ansible_collections.c5c3.glance.plugins.module_utils import (
+    glancebackend_pass,
+    live_state,
+    upgrade,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import KINDS
 from runner.extravars import RunOutcome
 from runner.metrics import (
@@ -50,7 +64,7 @@ from runner.metrics import (
 )
 from runner.metrics_feed import job_facts
 from runner.watches import Watch
-from runner.workqueue import ObjectKey
+from runner.workqueue import HIGH_PRIORITY, LOW_PRIORITY, ObjectKey
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -153,27 +167,20 @@ def _parent_name(child: Mapping[str, Any]) -> str:
 def readiness(obj: Mapping[str, Any]) -> Any:
     """What a pass waits for in a dependent's status, comparable; None for other kinds.
 
-    Deployment: observed generation, replica counts, ``Available``. Job: whether it is
+    Deployment: the three predicates the Glance pass reads its status through
+    (``live_state.deployment_ready``, ``live_state.deployment_converged``,
+    ``upgrade.rollout_converged``), not the replica counts themselves: a rollout's
+    intermediate states (2 of 3 pods ready, a new ``unavailableReplicas``) change none of
+    them, and a pass they woke would find the same and wait again. Job: whether it is
     Complete or Failed. HTTPRoute: each parent's ``Accepted`` with its observed generation.
     """
     kind = obj.get("kind")
     status = obj.get("status") or {}
     if kind == "Deployment":
-        available = next(
-            (
-                c.get("status")
-                for c in status.get("conditions") or []
-                if c.get("type") == "Available"
-            ),
-            None,
-        )
         return (
-            status.get("observedGeneration"),
-            status.get("replicas"),
-            status.get("updatedReplicas"),
-            status.get("readyReplicas"),
-            status.get("availableReplicas"),
-            available,
+            live_state.deployment_ready(obj),
+            live_state.deployment_converged(obj),
+            upgrade.rollout_converged(obj),
         )
     if kind == "Job":
         return tuple(
@@ -219,7 +226,8 @@ def _predicate_digest(obj: Mapping[str, Any]) -> str:
 def compact_dependent(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The informer's cache entry of a dependent (its transform): identity, owner
     references, the predicate's digest, the readiness; for a Job also its labels, creation
-    time and terminal condition (``job``: what ``runner.metrics_feed.DbJobCounter`` counts)."""
+    time and terminal condition (``job``: what ``runner.metrics_feed.DbJobCounter`` counts);
+    for a Deployment the backends Secret it mounts (``mounts``, :func:`mount_change`)."""
     meta = _meta(obj)
     entry = {
         "apiVersion": obj.get("apiVersion"),
@@ -241,20 +249,69 @@ def compact_dependent(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
     if obj.get("kind") == "Job":
         entry["job"] = job_facts(obj)
+    if obj.get("kind") == "Deployment":
+        entry["mounts"] = live_state.mounted_artifacts(obj)[1]
     return entry
+
+
+def mount_change(event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> bool:
+    """Whether a dependent's event changes what its owner's children read from it: a
+    Deployment (compact entry) created mounting a backends Secret, deleted, or mounting
+    another one."""
+    before = (old or {}).get("mounts") or ""
+    after = (new or {}).get("mounts") or ""
+    if event == ADDED or old is None:
+        return bool(after)
+    if event == DELETED or new is None:
+        return bool(before)
+    return before != after
+
+
+def child_keys(
+    owner: ObjectKey,
+    watched: Mapping[tuple[str, str], Watch],
+    children: Iterable[Mapping[str, Any]],
+) -> list[ObjectKey]:
+    """The keys of ``children`` (objects of the kinds :data:`PARENT_KINDS` names
+    ``owner``'s kind the parent of) whose parent is ``owner``."""
+    keys: list[ObjectKey] = []
+    for child in children:
+        group, kind = owner.group, str(child.get("kind") or "")
+        if PARENT_KINDS.get((group, kind)) != owner.kind or (group, kind) not in watched:
+            continue
+        namespace = _meta(child).get("namespace", "")
+        if namespace == owner.namespace and _parent_name(child) == owner.name:
+            keys.append(ObjectKey(group, kind, namespace, _meta(child)["name"]))
+    return keys
+
+
+CHANGED = "changed"
+"""A dependent's update the predicate passes: something besides its status changed."""
+READINESS = "readiness"
+"""A dependent's update that changed only its readiness (:func:`readiness`)."""
+
+
+def dependent_change(
+    event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> str | None:
+    """Why a dependent's event wakes its owner: ``DELETED``, :data:`CHANGED`,
+    :data:`READINESS`; None when it does not."""
+    if event == DELETED:
+        return DELETED
+    if event == ADDED or old is None or new is None:
+        return None
+    if _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion"):
+        return None
+    if old.get("digest") != new.get("digest"):
+        return CHANGED
+    return READINESS if old.get("readiness") != new.get("readiness") else None
 
 
 def dependent_wants(
     event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
 ) -> bool:
     """operator-lib's ``DependentPredicate`` on compact entries, plus readiness changes."""
-    if event == DELETED:
-        return True
-    if event == ADDED or old is None or new is None:
-        return False
-    if _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion"):
-        return False
-    return old.get("digest") != new.get("digest") or old.get("readiness") != new.get("readiness")
+    return dependent_change(event, new, old) is not None
 
 
 def owner_keys(obj: Mapping[str, Any], watched: Mapping[tuple[str, str], Watch]) -> list[ObjectKey]:
@@ -359,6 +416,39 @@ def after_pass(outcome: RunOutcome, reconcile_period: float) -> Requeue:
     if outcome.requeue_after:
         return Requeue(AFTER, outcome.requeue_after, RESULT_REQUEUE_AFTER)
     return Requeue(FORGET, reconcile_period or None, RESULT_SUCCESS)
+
+
+def requeue_reason(requeue: Requeue) -> str:
+    """Why the queue brings a key back after its pass: the ``woken_by`` of that pass."""
+    if requeue.how == RATE_LIMITED:
+        return WOKEN_BY_BACKOFF
+    return WOKEN_BY_REQUEUE_AFTER if requeue.how == AFTER else WOKEN_BY_PERIOD
+
+
+def requeue_priority(requeue: Requeue) -> int:
+    """The priority of the add that follows a pass: low for a look again that no change
+    asked for (``requeue_after``, the periodic pass), so the passes events asked for go
+    first; the backoff keeps the high one (an error to retry, ``requeue_after: 0``: the
+    next step of an upgrade)."""
+    return HIGH_PRIORITY if requeue.how == RATE_LIMITED else LOW_PRIORITY
+
+
+WOKEN_BY_BACKOFF = "backoff"
+"""The last pass failed or asked to come back at once: the rate limiter brought the key."""
+WOKEN_BY_REQUEUE_AFTER = "requeue_after"
+"""The last pass asked to come back after ``requeue_after`` seconds."""
+WOKEN_BY_PERIOD = "reconcile_period"
+"""The periodic pass (``--reconcile-period``, the ``reconcile-period`` annotation)."""
+
+
+def event_reason(source_kind: str, event: str, relation: str = "", detail: str = "") -> str:
+    """Why an event wakes a key, as ``woken_by`` shows it: the event, the kind it came from,
+    the relation (``child``: a parent woken by its child; ``dependent``: an owner by what it
+    owns; ``parent's``: a child by its parent's dependent) and what changed
+    (``readiness``, ``changed``, ``mounts``): ``MODIFIED Glance``, ``child ADDED
+    GlanceBackend``, ``dependent MODIFIED Job readiness``, ``parent's ADDED Deployment
+    mounts``."""
+    return " ".join(part for part in (relation, event, source_kind, detail) if part)
 
 
 ERROR = Requeue(RATE_LIMITED, None, RESULT_ERROR)

@@ -6,7 +6,9 @@ backoff capped at ``--max-backoff``), worker threads (``max_concurrent_reconcile
 kind), and a ``Reconciler``. The passes of all kinds share ``--max-concurrent-reconciles``
 slots: an ansible-playbook run is CPU-bound, so the process never runs more at once than
 the CPUs it may use (ansible-operator bounds each kind alone; with two kinds that ran twice
-as many processes as CPUs, for longer passes and twice the memory).
+as many processes as CPUs, for longer passes and twice the memory). A freed slot goes to
+the waiting pass of the highest priority (``runner.workqueue.PassSlots``): the passes
+events asked for before the polls.
 
 **Informers** feed the queues: one per watched kind and one per dependent
 kind (filtered by ``--dependent-label-selector``), in each watched namespace or cluster-wide;
@@ -35,7 +37,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +56,10 @@ from runner.settings import Settings
 from runner.warm import WarmServer
 from runner.watches import Watch, max_concurrent_reconciles
 from runner.workqueue import (
+    HIGH_PRIORITY,
     MonotonicClock,
     ObjectKey,
+    PassSlots,
     ShutDown,
     WorkQueue,
     default_rate_limiter,
@@ -98,6 +102,8 @@ class Manager:
         self.started = threading.Event()
         self.controllers: dict[tuple[str, str], Controller] = {}
         self.informers: list[Informer] = []
+        self.child_informers: list[Informer] = []
+        """The informers of the kinds that have a parent (``controller.PARENT_KINDS``)."""
         self.elector: LeaderElector | None = None
         self.servers: list[EndpointServer] = []
         self.webhook: Any = None
@@ -124,7 +130,7 @@ class Manager:
         self.executor = PlaybookRunner(
             settings.runner_dir or DEFAULT_PARENT, envvars, settings.ansible_verbosity, self.environ
         )  # its root is set when the runner dir is claimed (run)
-        self.slots = threading.Semaphore(settings.max_concurrent_reconciles)
+        self.slots = PassSlots(settings.max_concurrent_reconciles)
         self.db_jobs = DbJobCounter(self.metrics)
         self.upgrade_phases = UpgradePhaseTimer(self.metrics)
         self.glance_conditions = GlanceConditions(self.metrics)
@@ -145,6 +151,7 @@ class Manager:
                     self.runs_total,
                     name,
                     self.metrics if watch.gvk.kind == "Glance" else None,
+                    priority_of=queue.priority,
                 ),
                 settings.reconcile_period,
                 on_gone=self._forget_metrics if watch.gvk.kind == "Glance" else None,
@@ -316,6 +323,8 @@ class Manager:
                 )
                 if watch.gvk.kind == "Glance":
                     primary.handler = self._glance_handler(watch, primary)
+                if (watch.gvk.group, watch.gvk.kind) in ctl.PARENT_KINDS:
+                    self.child_informers.append(primary)
                 self.informers.append(primary)
         for api_version, kind in ctl.dependent_kinds(self.watches):
             try:
@@ -374,29 +383,31 @@ class Manager:
         self._workers_started = True
 
     # -- events ----------------------------------------------------------------------------
-    def _enqueue(self, key: ObjectKey, why: str, source: dict | None) -> None:
+    def _enqueue(self, key: ObjectKey, reason: str, source: dict | None) -> None:
         controller = self.controllers.get((key.group, key.kind))
         if controller is None:
             return
-        controller.queue.add(key)
+        queued = controller.queue.add(key, reason)
         if log.enabled_for_debug():
             meta = (source or {}).get("metadata") or {}
             log.debug(
-                "enqueued",
+                "enqueued" if queued else "already queued",
                 controller=controller.name,
                 key=ctl.describe(key),
-                event=why,
+                reason=reason,
                 source=f"{(source or {}).get('kind')} {meta.get('namespace')}/{meta.get('name')}",
                 resource_version=meta.get("resourceVersion"),
             )
 
     def _primary_handler(self, watch: Watch):
+        kind = watch.gvk.kind
+
         def handle(event: str, new: dict | None, old: dict | None) -> None:
             obj = new if new is not None else old
             if ctl.primary_wants(watch, event, new, old):
-                self._enqueue(ctl.key_of(watch, obj), event, obj)
+                self._enqueue(ctl.key_of(watch, obj), ctl.event_reason(kind, event), obj)
             for key in ctl.parent_keys(watch, new, old, self.watched):
-                self._enqueue(key, f"child {event}", obj)
+                self._enqueue(key, ctl.event_reason(kind, event, "child"), obj)
 
         return handle
 
@@ -414,13 +425,26 @@ class Manager:
         return handle
 
     def _dependent_handler(self, event: str, new: dict | None, old: dict | None) -> None:
-        if not ctl.dependent_wants(event, new, old):
+        change = ctl.dependent_change(event, new, old)
+        mounts = ctl.mount_change(event, new, old)
+        if change is None and not mounts:
             return
-        keys = ctl.owner_keys(new or old, self.watched)
+        source = new or old
+        keys = ctl.owner_keys(source, self.watched)
         if new is not None and old is not None:
             keys += ctl.owner_keys(old, self.watched)
-        for key in dict.fromkeys(keys):
-            self._enqueue(key, f"dependent {event}", new or old)
+        keys = list(dict.fromkeys(keys))
+        kind = str(source.get("kind"))
+        if change is not None:
+            reason = ctl.event_reason(kind, event, "dependent", "" if change == event else change)
+            for key in keys:
+                self._enqueue(key, reason, source)
+        if mounts and keys:
+            children = [item for informer in self.child_informers for item in informer.items()]
+            reason = ctl.event_reason(kind, event, "parent's", "mounts")
+            for owner in keys:
+                for key in ctl.child_keys(owner, self.watched, children):
+                    self._enqueue(key, reason, source)
 
     def _job_handler(self, informer: Informer):
         """A Job informer's handler: count db-sync and db-purge Jobs, then the usual."""
@@ -443,7 +467,9 @@ class Manager:
             with self._in_flight_lock:
                 self.in_flight += 1
             try:
-                result = controller.reconciler.reconcile(key, self.cancel)
+                result = controller.reconciler.reconcile(
+                    key, self.cancel, woken_by=queue.reasons(key)
+                )
             except Exception as error:
                 log.error(
                     "reconcile crashed",
@@ -465,12 +491,14 @@ class Manager:
 
     @staticmethod
     def _requeue(queue: WorkQueue, key: ObjectKey, requeue: ctl.Requeue) -> None:
+        reason = ctl.requeue_reason(requeue)
+        priority = ctl.requeue_priority(requeue)
         if requeue.how == ctl.RATE_LIMITED:
-            queue.add_rate_limited(key)
+            queue.add_rate_limited(key, reason, priority)
             return
         queue.forget(key)
         if requeue.seconds:
-            queue.add_after(key, requeue.seconds)
+            queue.add_after(key, requeue.seconds, reason, priority)
 
     def _forget_metrics(self, key: ObjectKey) -> None:
         self.metrics.forget_glance(key.name, key.namespace)
@@ -516,31 +544,31 @@ class Manager:
 class _SlotExecutor:
     """The playbook runner behind the process-wide pass slots, counting runs per controller
     and status for ``/metrics``; with ``step_metrics`` (the Glance controller) each finished
-    run's steps are observed too (``runner.metrics_feed.observe_pass``)."""
+    run's steps are observed too (``runner.metrics_feed.observe_pass``). A pass waits for
+    its slot at the priority its key was handed out with (``priority_of``)."""
 
     def __init__(
         self,
         executor: PlaybookRunner,
-        slots: threading.Semaphore,
+        slots: PassSlots,
         counter: Any,
         controller: str,
         step_metrics: RunnerMetrics | None = None,
+        priority_of: Callable[[ObjectKey], int] | None = None,
     ) -> None:
         self.executor = executor
         self.slots = slots
         self.counter = counter
         self.controller = controller
         self.step_metrics = step_metrics
+        self.priority_of = priority_of or (lambda key: HIGH_PRIORITY)
         counter.labels(controller=controller, status="successful")
 
     def run(
         self, watch: Watch, key: ObjectKey, obj: Mapping[str, Any], cancel: threading.Event
     ) -> PassRun:
-        while not self.slots.acquire(timeout=0.2):
-            if cancel.is_set():
-                return PassRun(
-                    RunOutcome(None, (), None), "canceled", None, "", 0.0, cancelled=True
-                )
+        if not self.slots.acquire(self.priority_of(key), cancel):
+            return PassRun(RunOutcome(None, (), None), "canceled", None, "", 0.0, cancelled=True)
         try:
             if cancel.is_set():
                 return PassRun(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -88,7 +88,11 @@ class Reconciler:
         )
         self.controller = controller.controller_name(watch)
 
-    def reconcile(self, key: ObjectKey, cancel: threading.Event) -> Reconciled:
+    def reconcile(
+        self, key: ObjectKey, cancel: threading.Event, woken_by: Sequence[str] = ()
+    ) -> Reconciled:
+        """``woken_by``: why the queue handed out ``key`` (``WorkQueue.reasons``), logged
+        with ``pass started``."""
         fields = {"controller": self.controller, "key": controller.describe(key)}
         try:
             obj = self._read(key)
@@ -119,6 +123,7 @@ class Reconciler:
             generation=meta.get("generation"),
             resource_version=meta.get("resourceVersion"),
             finalizing=finalizing or None,
+            woken_by=list(woken_by) or None,
             **fields,
         )
         run = self.executor.run(self.watch, key, obj, cancel)

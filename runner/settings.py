@@ -133,7 +133,13 @@ def _cpus(quota: str, period: str) -> int | None:
 
 
 def default_concurrency() -> int:
-    """The CPU limit of the cgroup, else ``os.cpu_count()``."""
+    """The CPU limit of the cgroup, else ``os.cpu_count()``.
+
+    Not more: at 2 slots a pass ran 60 % of its wall time on a CPU and waited the rest, yet
+    at 50 Glances on 2 CPUs 3 and 4 pass slots ran no more passes a second than 2 did,
+    within the noise of a shared host (the cores were full with the API server, etcd and
+    the bench on them), and took about 40 and 95 MiB more (docs/runner.md, "Concurrency").
+    """
     return cpu_limit() or os.cpu_count() or 1
 
 

@@ -9,13 +9,25 @@ is the same contract in Python, for threads:
   again until :meth:`WorkQueue.done`; one added meanwhile waits, and is handed out
   once after ``done``;
 * **delays**: :meth:`WorkQueue.add_after` adds a key later; of several pending delays
-  for one key the earliest wins;
+  for one key the earliest wins; a delay still pending when its key is handed out is
+  dropped (here client-go differs, see below);
 * **backoff**: :meth:`WorkQueue.add_rate_limited` after a failed pass delays the key
   by the rate limiter (:func:`default_rate_limiter`: client-go's
   ``DefaultControllerRateLimiter``), :meth:`WorkQueue.forget` after a successful one
-  resets its backoff.
+  resets its backoff;
+* **priority**, as controller-runtime's priority queue: every add has one
+  (:data:`HIGH_PRIORITY` unless told), a key waits at the highest of its adds, and keys
+  of a higher priority are handed out first, in the order they were added.
+  :class:`PassSlots` lets the workers of several queues take turns by the same rule.
 
-Shutting down differs from client-go on purpose: after :meth:`WorkQueue.shut_down` no
+A pending delay ends when its key is handed out, on purpose: client-go keeps it, and the
+key comes back once more when it is due. Every delay is a pass's own request to look
+again (``requeue_after``, the backoff, the periodic pass); a pass that starts earlier,
+because an event brought the key back, reads the object later than the pass that asked,
+and ends with its own request when it still has to wait. The pass the old delay would
+add sees nothing the newer one did not (docs/runner.md, "Why a pass runs").
+
+Shutting down differs from client-go on purpose too: after :meth:`WorkQueue.shut_down` no
 key is handed out any more, even one that was waiting (client-go still hands those
 out). A runner that stops mid-way leaves nothing undone that matters: the next leader
 lists every object and reconciles it. ``drain=True`` also waits until every key handed
@@ -40,6 +52,10 @@ DEFAULT_BACKOFF_CAP = 1000.0
 """Longest per-key backoff in seconds (client-go: 1000 s; the Go glance operator uses 30 s)."""
 DEFAULT_QPS = 10.0
 DEFAULT_BURST = 100
+HIGH_PRIORITY = 0
+"""An add's default priority: something changed (controller-runtime's priority queue: 0)."""
+LOW_PRIORITY = -100
+"""A look again that no change asked for (controller-runtime's ``handler.LowPriority``)."""
 
 
 class ObjectKey(NamedTuple):
@@ -273,10 +289,15 @@ class WorkQueue:
         self.rate_limiter = rate_limiter or default_rate_limiter(self.clock)
         self.observer = observer or _Unobserved()
         self._condition = threading.Condition()
-        self._ready: deque[Hashable] = deque()  # handed out in this order
-        self._dirty: set[Hashable] = set()  # in _ready, or to be requeued after done()
+        self._ready: dict[int, deque[Hashable]] = {}  # per priority, handed out in order
+        self._dirty: dict[Hashable, int] = {}  # in _ready, or to be requeued after done():
+        # its priority
         self._processing: set[Hashable] = set()
-        self._due: dict[Hashable, float] = {}  # key -> earliest time it was asked for
+        self._due: dict[Hashable, tuple[float, int]] = {}  # key -> its live timer: time, seq
+        self._due_reason: dict[Hashable, tuple[str, int]] = {}  # that delay's reason, priority
+        self._reasons: dict[Hashable, list[str]] = {}  # why a dirty key was asked for
+        self._handed_reasons: dict[Hashable, tuple[str, ...]] = {}  # of the keys in process
+        self._handed_priority: dict[Hashable, int] = {}
         self._timers: list[tuple[float, int, Hashable]] = []  # heap; stale entries skipped
         self._sequence = itertools.count()
         self._shutting_down = False
@@ -285,37 +306,62 @@ class WorkQueue:
         """Keys waiting to be handed out now (not delayed ones, not those in process)."""
         with self._condition:
             self._release_due()
-            return len(self._ready)
+            return self._waiting()
 
     @property
     def shutting_down(self) -> bool:
         with self._condition:
             return self._shutting_down
 
-    def add(self, key: Hashable) -> None:
-        """Ask for a pass over ``key``; nothing more if one is already waiting."""
+    def add(self, key: Hashable, reason: str = "", priority: int = HIGH_PRIORITY) -> bool:
+        """Ask for a pass over ``key``; nothing more if one is already waiting (then only
+        ``reason`` is noted, and the key moves up to ``priority`` if that is higher).
+        Whether the key entered the queue."""
         with self._condition:
-            self._add(key)
+            return self._add(key, reason, priority)
 
-    def add_after(self, key: Hashable, seconds: float) -> None:
+    def add_after(
+        self, key: Hashable, seconds: float, reason: str = "", priority: int = HIGH_PRIORITY
+    ) -> None:
         """Ask for a pass over ``key`` in ``seconds``; the earliest of several requests wins."""
         with self._condition:
             if self._shutting_down:
                 return
             self.observer.retried()
             if seconds <= 0:
-                self._add(key)
+                self._add(key, reason, priority)
                 return
             due = self.clock.now() + seconds
-            if key in self._due and self._due[key] <= due:
+            if key in self._due and self._due[key][0] <= due:
                 return
-            self._due[key] = due
-            heapq.heappush(self._timers, (due, next(self._sequence), key))
+            sequence = next(self._sequence)
+            self._due[key] = (due, sequence)
+            self._due_reason[key] = (reason, priority)
+            if len(self._timers) > 2 * len(self._due) + 64:  # mostly dropped delays: compact
+                self._timers = [
+                    entry for entry in self._timers if self._due.get(entry[2]) == entry[:2]
+                ]
+                heapq.heapify(self._timers)
+            heapq.heappush(self._timers, (due, sequence, key))
             self._condition.notify_all()
 
-    def add_rate_limited(self, key: Hashable) -> None:
+    def add_rate_limited(
+        self, key: Hashable, reason: str = "", priority: int = HIGH_PRIORITY
+    ) -> None:
         """Ask for another pass over ``key`` after its backoff (the last pass failed)."""
-        self.add_after(key, self.rate_limiter.when(key))
+        self.add_after(key, self.rate_limiter.when(key), reason, priority)
+
+    def reasons(self, key: Hashable) -> tuple[str, ...]:
+        """Why the pass over ``key`` (handed out, not yet done) was asked for: the reason of
+        the add that queued it first, then those of the adds that coalesced into it."""
+        with self._condition:
+            return self._handed_reasons.get(key, ())
+
+    def priority(self, key: Hashable) -> int:
+        """The priority the pass over ``key`` (handed out, not yet done) was asked with:
+        the highest of its adds (:data:`HIGH_PRIORITY` for a key not in process)."""
+        with self._condition:
+            return self._handed_priority.get(key, HIGH_PRIORITY)
 
     def forget(self, key: Hashable) -> None:
         """``key``'s last pass succeeded: its next failure starts the backoff again."""
@@ -337,11 +383,15 @@ class WorkQueue:
                 if self._shutting_down:
                     raise ShutDown
                 self._release_due()
-                if self._ready:
-                    key = self._ready.popleft()
-                    self._dirty.discard(key)
+                ready = [level for level in sorted(self._ready, reverse=True) if self._ready[level]]
+                if ready:
+                    key = self._ready[ready[0]].popleft()
+                    self._handed_priority[key] = self._dirty.pop(key)
                     self._processing.add(key)
-                    self.observer.depth(len(self._ready))
+                    self._handed_reasons[key] = tuple(self._reasons.pop(key, ()))
+                    self._due.pop(key, None)  # its heap entry is skipped when it comes up
+                    self._due_reason.pop(key, None)
+                    self.observer.depth(self._waiting())
                     self.observer.handed_out(key)
                     return key
                 now = self.clock.now()
@@ -359,9 +409,11 @@ class WorkQueue:
             if key in self._processing:
                 self.observer.finished(key)
             self._processing.discard(key)
+            self._handed_reasons.pop(key, None)
+            self._handed_priority.pop(key, None)
             if key in self._dirty and not self._shutting_down:
-                self._ready.append(key)
-                self.observer.depth(len(self._ready))
+                self._ready.setdefault(self._dirty[key], deque()).append(key)
+                self.observer.depth(self._waiting())
             self._condition.notify_all()
 
     def shut_down(self, drain: bool = False, timeout: float | None = None) -> bool:
@@ -375,6 +427,8 @@ class WorkQueue:
             self._ready.clear()
             self._dirty.clear()
             self._due.clear()
+            self._due_reason.clear()
+            self._reasons.clear()
             self._timers.clear()
             self.observer.depth(0)
             self.observer.dropped()
@@ -391,15 +445,31 @@ class WorkQueue:
 
     # -- under the lock -----------------------------------------------------------------
 
-    def _add(self, key: Hashable) -> None:
-        if self._shutting_down or key in self._dirty:
-            return
+    def _add(self, key: Hashable, reason: str = "", priority: int = HIGH_PRIORITY) -> bool:
+        if self._shutting_down:
+            return False
+        if key in self._dirty:
+            reasons = self._reasons.setdefault(key, [])
+            if reason and reason not in reasons:  # bounded by the distinct reasons
+                reasons.append(reason)
+            if priority > self._dirty[key]:
+                if key not in self._processing:  # waiting at the lower priority: move it up
+                    self._ready[self._dirty[key]].remove(key)
+                    self._ready.setdefault(priority, deque()).append(key)
+                    self._condition.notify_all()
+                self._dirty[key] = priority
+            return False
         self.observer.added(key)
-        self._dirty.add(key)
+        self._dirty[key] = priority
+        self._reasons[key] = [reason] if reason else []
         if key not in self._processing:
-            self._ready.append(key)
-            self.observer.depth(len(self._ready))
+            self._ready.setdefault(priority, deque()).append(key)
+            self.observer.depth(self._waiting())
             self._condition.notify_all()
+        return True
+
+    def _waiting(self) -> int:
+        return sum(len(keys) for keys in self._ready.values())
 
     def _next_due(self) -> float | None:
         return self._timers[0][0] if self._timers else None
@@ -408,7 +478,48 @@ class WorkQueue:
         """Add every delayed key whose time has come."""
         now = self.clock.now()
         while self._timers and self._timers[0][0] <= now:
-            due, _, key = heapq.heappop(self._timers)
-            if self._due.get(key) == due:
+            due, sequence, key = heapq.heappop(self._timers)
+            if self._due.get(key) == (due, sequence):
                 del self._due[key]
-                self._add(key)
+                self._add(key, *self._due_reason.pop(key, ("", HIGH_PRIORITY)))
+
+
+class PassSlots:
+    """How many passes may run at once over all controllers; a freed slot goes to the
+    waiting pass of the highest priority, the longest-waiting among equals (a
+    ``threading.Semaphore`` wakes any waiter)."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self._free = slots
+        self._waiting: list[tuple[int, int]] = []  # heap of (-priority, arrival)
+        self._arrivals = itertools.count()
+        self._condition = threading.Condition()
+
+    def acquire(self, priority: int, cancel: threading.Event, poll: float = 0.2) -> bool:
+        """Wait for a slot; False (no slot taken) once ``cancel`` is set."""
+        with self._condition:
+            me = (-priority, next(self._arrivals))
+            heapq.heappush(self._waiting, me)
+            try:
+                while not (self._free and self._waiting[0] == me):
+                    if cancel.is_set():
+                        return False
+                    self._condition.wait(poll)
+                self._free -= 1
+                return True
+            finally:
+                self._waiting.remove(me)
+                heapq.heapify(self._waiting)
+                self._condition.notify_all()
+
+    def release(self) -> None:
+        with self._condition:
+            self._free += 1
+            self._condition.notify_all()
+
+    @property
+    def waiting(self) -> int:
+        """Passes waiting for a slot."""
+        with self._condition:
+            return len(self._waiting)

@@ -1,7 +1,8 @@
 """Benchmark of the runner at scale: prints numbers and the targets, asserts nothing about time.
 
     make bench            (or: .venv/bin/python tests/bench/bench_runner_scale.py
-                           [--glances 50] [--concurrency N] [--first-pass-only] [--cold])
+                           [--glances 50] [--concurrency N] [--first-pass-only] [--cold]
+                           [--keep-log FILE])
 
 On a real kube-apiserver when ``KUBE_ASSETS_DIR`` names its binaries, else on the API test
 double (in this process): ``python -m runner`` (a child process, all namespaces, no leader
@@ -24,6 +25,15 @@ and Deployment controllers (``ApiEnv.settle``) while it waits. Printed, next to 
   it forks are its children, not the runner's: it reaps them, so its ``cutime`` holds
   them); ``--cold`` runs the runner with ``WARM_PASSES=false`` (a cold ansible-playbook
   per pass) for the figures to compare;
+* **pass accounting**: the passes per Glance and per GlanceBackend (min, median, max) and
+  by what woke them (the first ``woken_by`` of each ``pass started``), the mean time a key
+  waited in its queue and then with its worker (``workqueue_*_duration_seconds``), and
+  how busy the pass slots were running playbooks (the runs' summed wall time over
+  slots times the run; passes that end after the last look count too, so it can pass
+  100 %); ``--keep-log`` keeps the runner's log;
+* **the other processes' CPU**: of this process (creating, polling, playing the Job and
+  Deployment controllers for every namespace every 0.5 s) and of kube-apiserver and
+  etcd, which share the cores with the runner;
 * **memory**: the peak of the summed PSS of the runner and all its descendants (sampled
   every 0.5 s), which the pod's memory limit must hold (target < 400 MiB), and the peak
   of their summed RSS (which counts the warm server's pages, shared copy-on-write with
@@ -35,11 +45,13 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import resource
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +63,7 @@ from test_runner_support import RunnerProcess  # noqa: E402
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+API_PROCESSES = ("kube-apiserver", "etcd")
 
 
 def status_of(obj: dict, type_: str) -> tuple[str | None, str | None]:
@@ -133,6 +146,66 @@ class Sampler:
         self.peak_pss = max(self.peak_pss, sum(pss_kib(p) for p in pids))
 
 
+def process_cpu(names: tuple[str, ...]) -> float:
+    """CPU seconds of this process's descendants named ``names`` (the real kube-apiserver
+    and etcd the bench started), with the children they waited for."""
+    total = 0.0
+    for pid in descendants(os.getpid()):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() in names:
+                total += cpu_of(pid)
+        except OSError:
+            continue
+    return total
+
+
+def self_cpu() -> float:
+    """CPU seconds of the bench process itself (all its threads; not its children)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def pass_accounting(runner: RunnerProcess) -> dict[str, dict]:
+    """Per controller: the passes per object, and the passes by what woke them (the first
+    ``woken_by`` reason of each ``pass started`` line; the adds that coalesced into the
+    pass are counted apart); the playbook runs' summed wall time (``pass finished``,
+    ``pass failed``: ``seconds``)."""
+    out: dict[str, dict] = {}
+
+    def entry(controller: str) -> dict:
+        return out.setdefault(
+            controller,
+            {"per_key": Counter(), "woken": Counter(), "coalesced": 0, "run_seconds": 0.0},
+        )
+
+    for line in runner.lines():
+        if line.get("msg") == "pass started":
+            counts = entry(line.get("controller"))
+            counts["per_key"][line.get("key")] += 1
+            woken_by = line.get("woken_by") or [""]
+            counts["woken"][woken_by[0] or "(none)"] += 1
+            counts["coalesced"] += len(woken_by) - 1
+        elif line.get("msg") in ("pass finished", "pass failed"):
+            entry(line.get("controller"))["run_seconds"] += float(line.get("seconds") or 0)
+    return out
+
+
+def queue_waits(runner: RunnerProcess, controller: str) -> tuple[float, float]:
+    """Mean seconds a key of ``controller`` waited in the queue before a worker took it,
+    and mean seconds a worker spent on it (the slot wait, the reads, the run)."""
+    _, text = runner.http_get("metrics", "/metrics")
+    samples = {}
+    for line in text.splitlines():  # the label is ``name``: metric_sum's own parameter
+        series, _, value = line.rpartition(" ")
+        if f'name="{controller}"' in series:
+            samples[series.split("{", 1)[0]] = float(value)
+    means = []
+    for family in ("workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"):
+        count = samples.get(f"{family}_count", 0.0)
+        means.append(samples.get(f"{family}_sum", 0.0) / count if count else 0.0)
+    return means[0], means[1]
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -157,6 +230,7 @@ def main() -> int:
     parser.add_argument(
         "--cold", action="store_true", help="WARM_PASSES=false: a cold ansible-playbook per pass"
     )
+    parser.add_argument("--keep-log", type=Path, default=None, help="copy the runner's log here")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-runner-"))
@@ -184,6 +258,8 @@ def main() -> int:
                 server = runner.wait_for("warm server ready", timeout=300)["pid"]
             documents = sample_documents()
             cpu_start = cpu_of(runner.pid) + (cpu_of(server) if server else 0.0)
+            bench_cpu_start = self_cpu()
+            api_cpu_start = process_cpu(API_PROCESSES)
             start = time.monotonic()
             for namespace in namespaces:
                 env.ensure_namespace(namespace)
@@ -217,6 +293,8 @@ def main() -> int:
                 time.sleep(0.5)
             elapsed = time.monotonic() - start
             cpu = cpu_of(runner.pid) + (cpu_of(server) if server else 0.0) - cpu_start
+            bench_cpu = self_cpu() - bench_cpu_start
+            api_cpu = process_cpu(API_PROCESSES) - api_cpu_start
             warm_passes = len(runner.find("pass finished", warm=True))
             all_passes = len(runner.find("pass finished")) + len(runner.find("pass failed"))
             runs_total = runner.metric_total("glance_operator_playbook_runs_total")
@@ -224,10 +302,15 @@ def main() -> int:
                 "glance_operator_playbook_runs_total", controller="glance"
             )
             errors = runner.metric_total("controller_runtime_reconcile_total", result="error")
+            waits = {name: queue_waits(runner, name) for name in ("glance", "glancebackend")}
+            slots = runner.find("controller started", controller="glance")[0]["workers"]
             sampler.sample()
         finally:
             code = runner.terminate(timeout=120)
             runner.kill()
+            accounting = pass_accounting(runner)
+            if args.keep_log is not None:
+                shutil.copyfile(runner.log_path, args.keep_log)
     shutil.rmtree(work, ignore_errors=True)
 
     times = list(first.values())
@@ -256,6 +339,30 @@ def main() -> int:
         f"({cpu / passes / floor_cpu:.1f}x the floor's CPU); reconcile errors {errors:.0f}; "
         f"runner exit code {code}"
     )
+    print(
+        f"  CPU over those {elapsed:.1f} s: runner and its passes {cpu:.0f} CPU-s, "
+        f"this bench process (creating, polling, settling Jobs and Deployments) "
+        f"{bench_cpu:.0f} CPU-s, kube-apiserver and etcd {api_cpu:.0f} CPU-s "
+        f"({'the API test double runs in the bench process' if not real else 'real'}); "
+        f"{(cpu + bench_cpu + api_cpu) / elapsed:.2f} of {os.cpu_count()} CPUs busy"
+    )
+    run_seconds = sum(entry["run_seconds"] for entry in accounting.values())
+    print(
+        f"  pass slots ({slots}) busy running playbooks {run_seconds / (elapsed * slots):.0%} "
+        f"of the time; a playbook run {run_seconds / passes:.2f} s wall on average"
+    )
+    for name, entry in sorted(accounting.items()):
+        counts = sorted(entry["per_key"].values())
+        queued, worked = waits[name]
+        print(
+            f"  {name} passes: {sum(counts)} over {len(counts)} objects, per object "
+            f"min {counts[0]} median {statistics.median(counts):g} max {counts[-1]}; "
+            f"{entry['coalesced']} more wake-ups coalesced into them; a key waited "
+            f"{queued:.1f} s in the queue, then {worked:.1f} s with its worker (slot, reads, "
+            f"run) on average; woken by:"
+        )
+        for reason, count in entry["woken"].most_common():
+            print(f"    {count:5d}  {reason}")
     peak_mib = sampler.peak / 1024
     print("targets:")
     if not args.first_pass_only:

@@ -20,7 +20,14 @@ from runner.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER, R
 from runner.reconciler import Reconciler
 from runner.settings import parse_settings
 from runner.watches import GroupVersionKind, LabelSelector, load_watches
-from runner.workqueue import ManualClock, ObjectKey, WorkQueue, default_rate_limiter
+from runner.workqueue import (
+    HIGH_PRIORITY,
+    LOW_PRIORITY,
+    ManualClock,
+    ObjectKey,
+    WorkQueue,
+    default_rate_limiter,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "glance.openstack.c5c3.io"
@@ -191,6 +198,23 @@ READY = {
 }
 
 
+def rolling(ready: int, updated: int = 3) -> dict:
+    """A Deployment of 3 replicas, its template labelled as the API, in a rollout."""
+    obj = deployment(
+        observedGeneration=1,
+        replicas=3,
+        updatedReplicas=updated,
+        readyReplicas=ready,
+        availableReplicas=ready,
+        conditions=[{"type": "Available", "status": "True" if ready >= 2 else "False"}],
+    )
+    obj["spec"] = {
+        "replicas": 3,
+        "template": {"metadata": {"labels": {"app.kubernetes.io/component": "api"}}},
+    }
+    return obj
+
+
 def job(*conditions: tuple[str, str], **status: Any) -> dict:
     obj = deployment()
     obj.update(apiVersion="batch/v1", kind="Job", spec={})
@@ -218,8 +242,14 @@ def route(accepted: str | None, generation: int = 1) -> dict:
         (ctl.MODIFIED, bumped(deployment(), ("spec", "replicas"), 3), deployment(), True),
         (ctl.MODIFIED, bumped(deployment(), ("metadata", "labels"), {}), deployment(), True),
         (ctl.MODIFIED, deployment(), deployment(), False),  # same resourceVersion
-        (ctl.MODIFIED, bumped(deployment(), ("status", "replicas"), 2), deployment(), True),
+        # a replica count that flips none of the pass's predicates: nothing to see
+        (ctl.MODIFIED, bumped(deployment(), ("status", "replicas"), 2), deployment(), False),
         (ctl.MODIFIED, bumped(deployment(**READY)), deployment(), True),  # became ready
+        # a rollout of 3: 1 then 2 of 3 ready changes nothing the pass reads; 3 of 3 does
+        (ctl.MODIFIED, bumped(rolling(ready=2)), rolling(ready=1), False),
+        (ctl.MODIFIED, bumped(rolling(ready=3)), rolling(ready=2), True),
+        # every pod on the current template (the Service selector's latch) before any is ready
+        (ctl.MODIFIED, bumped(rolling(ready=0, updated=3)), rolling(ready=0, updated=2), True),
         (
             ctl.MODIFIED,
             bumped(
@@ -254,6 +284,79 @@ def test_dependent_predicate_and_readiness(event, new, old, wanted):
     compact_new = None if new is None else ctl.compact_dependent(new)
     compact_old = None if old is None else ctl.compact_dependent(old)
     assert ctl.dependent_wants(event, compact_new, compact_old) is wanted
+
+
+def mounting(secret: str | None, resource_version: str = "5") -> dict:
+    """A compact Deployment of the Glance ``glance`` mounting backends Secret ``secret``."""
+    obj = deployment()
+    obj["metadata"]["resourceVersion"] = resource_version
+    if secret is not None:
+        obj["spec"]["template"] = {
+            "spec": {"volumes": [{"name": "backends", "secret": {"secretName": secret}}]}
+        }
+    return ctl.compact_dependent(obj)
+
+
+@pytest.mark.parametrize(
+    ("event", "new", "old", "wanted"),
+    [
+        (ctl.ADDED, mounting("glance-backends-1"), None, True),
+        (ctl.ADDED, mounting(None), None, False),  # mounts no backends Secret
+        (ctl.MODIFIED, mounting("glance-backends-2", "6"), mounting("glance-backends-1"), True),
+        (ctl.MODIFIED, mounting("glance-backends-1", "6"), mounting("glance-backends-1"), False),
+        (ctl.MODIFIED, mounting(None, "6"), mounting("glance-backends-1"), True),
+        (ctl.DELETED, None, mounting("glance-backends-1"), True),
+        (ctl.DELETED, None, mounting(None), False),
+    ],
+)
+def test_a_deployment_wakes_the_backends_when_its_backends_secret_changes(event, new, old, wanted):
+    assert ctl.mount_change(event, new, old) is wanted
+
+
+def test_the_children_of_an_owner_are_its_backends_in_its_namespace():
+    elsewhere = backend()
+    elsewhere["metadata"]["namespace"] = "other"
+    second = backend()
+    second["metadata"]["name"] = "s3-b"
+    children = [backend(), backend(parent="another"), elsewhere, second, glance()]
+    assert ctl.child_keys(KEY, WATCHED, children) == [
+        ObjectKey(GROUP, "GlanceBackend", "openstack", "s3"),
+        ObjectKey(GROUP, "GlanceBackend", "openstack", "s3-b"),
+    ]
+    assert ctl.child_keys(KEY, {(GROUP, "Glance"): GLANCE_WATCH}, children) == []
+
+
+@pytest.mark.parametrize(
+    ("requeue", "reason"),
+    [
+        (ctl.ERROR, ctl.WOKEN_BY_BACKOFF),
+        (ctl.Requeue(ctl.AFTER, 10, "requeue_after"), ctl.WOKEN_BY_REQUEUE_AFTER),
+        (ctl.Requeue(ctl.FORGET, 36000, "success"), ctl.WOKEN_BY_PERIOD),
+    ],
+)
+def test_a_requeue_names_why_the_key_comes_back(requeue, reason):
+    assert ctl.requeue_reason(requeue) == reason
+
+
+@pytest.mark.parametrize(
+    ("requeue", "priority"),
+    [
+        (ctl.ERROR, HIGH_PRIORITY),  # a retry
+        (ctl.Requeue(ctl.RATE_LIMITED, None, "requeue"), HIGH_PRIORITY),  # requeue_after: 0
+        (ctl.Requeue(ctl.AFTER, 10, "requeue_after"), LOW_PRIORITY),
+        (ctl.Requeue(ctl.FORGET, 36000, "success"), LOW_PRIORITY),
+    ],
+)
+def test_a_look_again_that_no_change_asked_for_waits_behind_events(requeue, priority):
+    assert ctl.requeue_priority(requeue) == priority
+
+
+def test_an_event_reason_names_the_event_the_kind_and_the_relation():
+    assert ctl.event_reason("Glance", ctl.MODIFIED) == "MODIFIED Glance"
+    assert (
+        ctl.event_reason("Job", ctl.MODIFIED, "dependent", ctl.READINESS)
+        == "dependent MODIFIED Job readiness"
+    )
 
 
 def test_a_compact_dependent_keeps_no_data():
@@ -611,6 +714,54 @@ def test_events_reach_the_right_queues(tmp_path):
     assert drain(m, "Glance") == []
 
 
+class Cached:
+    """An informer's cache, as the manager reads it."""
+
+    def __init__(self, *objects: dict) -> None:
+        self.objects = list(objects)
+
+    def items(self) -> list[dict]:
+        return list(self.objects)
+
+
+def test_a_deployment_mounting_a_new_backends_secret_wakes_its_glances_backends(tmp_path):
+    m = manager(tmp_path)
+    other = backend(parent="another")
+    other["metadata"]["name"] = "other"
+    m.child_informers.append(Cached(backend(), other))
+    m._dependent_handler(ctl.ADDED, mounting("glance-backends-1"), None)
+    assert drain(m, "GlanceBackend") == [ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")]
+    assert drain(m, "Glance") == []  # a create wakes no owner
+    m._dependent_handler(
+        ctl.MODIFIED, mounting("glance-backends-2", "6"), mounting("glance-backends-1")
+    )
+    assert drain(m, "GlanceBackend") == [ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")]
+    assert drain(m, "Glance") == [KEY]  # the owner sees its spec change too
+    m._dependent_handler(
+        ctl.MODIFIED,
+        ctl.compact_dependent(bumped(deployment(**READY))),
+        ctl.compact_dependent(deployment()),
+    )
+    assert drain(m, "GlanceBackend") == []  # readiness: the owner's business
+    assert drain(m, "Glance") == [KEY]
+
+
+def test_a_pass_is_told_what_woke_it(tmp_path):
+    m = manager(tmp_path)
+    m._primary_handler(BACKEND_WATCH)(ctl.ADDED, backend(), None)
+    m._dependent_handler(
+        ctl.MODIFIED,
+        ctl.compact_dependent(bumped(deployment(**READY))),
+        ctl.compact_dependent(deployment()),
+    )
+    queue = m.controllers[(GROUP, "Glance")].queue
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == (
+        "child ADDED GlanceBackend",
+        "dependent MODIFIED Deployment readiness",
+    )
+
+
 def test_the_glance_handler_times_upgrade_phases_and_still_enqueues(tmp_path):
     m = manager(tmp_path)
     clock = iter([0.0, 100.0, 160.0, 200.0])
@@ -661,7 +812,7 @@ def test_the_passes_of_all_kinds_share_the_process_wide_slots(tmp_path):
     from runner.manager import _SlotExecutor
 
     m = manager(tmp_path)
-    assert m.slots._value == 1  # --max-concurrent-reconciles, for both controllers together
+    assert m.slots.slots == 1  # --max-concurrent-reconciles, for both controllers together
     running, most = [], []
     lock = threading.Lock()
 
@@ -697,8 +848,30 @@ def test_the_passes_of_all_kinds_share_the_process_wide_slots(tmp_path):
     assert max(most) == 1 and len(most) == 4
 
     cancel = threading.Event()
-    m.slots.acquire()  # every slot taken: a pass waits; cancelling abandons it
+    assert m.slots.acquire(HIGH_PRIORITY, threading.Event())  # every slot taken: a pass
+    # waits; cancelling abandons it
     cancel.set()
     run = glances.run(GLANCE_WATCH, KEY, {}, cancel)
     m.slots.release()
     assert run.cancelled and run.status == "canceled"
+
+
+def test_a_look_again_is_queued_low_and_a_retry_high_and_passes_wait_at_that_priority(
+    tmp_path,
+):
+    m = manager(tmp_path)
+    controller = m.controllers[(GROUP, "Glance")]
+    queue, calls = controller.queue, []
+    queue.add_after = lambda key, seconds, reason="", priority=HIGH_PRIORITY: calls.append(
+        (key, reason, priority)
+    )
+    m._requeue(queue, KEY, ctl.Requeue(ctl.AFTER, 10, "requeue_after"))
+    m._requeue(queue, KEY, ctl.Requeue(ctl.FORGET, 36000, "success"))
+    m._requeue(queue, KEY, ctl.ERROR)
+    assert calls == [
+        (KEY, ctl.WOKEN_BY_REQUEUE_AFTER, LOW_PRIORITY),
+        (KEY, ctl.WOKEN_BY_PERIOD, LOW_PRIORITY),
+        (KEY, ctl.WOKEN_BY_BACKOFF, HIGH_PRIORITY),
+    ]
+    # The pass asks for its slot at the priority its key was handed out with.
+    assert controller.reconciler.executor.priority_of == queue.priority

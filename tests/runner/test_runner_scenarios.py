@@ -130,6 +130,19 @@ def test_the_minimal_sample_converges(api, runners):
     assert runner.http_get("health", "/healthz") == (200, "ok")
     started = runner.find("pass started", controller="glance")
     assert started and all(line["key"] == f"{api.namespace}/glance" for line in started)
+    # Every pass says what woke it; the backend saw its section mounted when the parent's
+    # Deployment mounted it, not at a backstop poll.
+    assert all(line.get("woken_by") for line in runner.find("pass started"))
+    assert "ADDED Glance" in started[0]["woken_by"]
+    backend_wakes = [
+        reason
+        for line in runner.find("pass started", controller="glancebackend")
+        for reason in line["woken_by"]
+    ]
+    assert any(
+        reason.startswith("parent's ") and reason.endswith(" Deployment mounts")
+        for reason in backend_wakes
+    ), backend_wakes
     assert runner.terminate() == 0
     assert runner.find("stopped")
 

@@ -11,11 +11,14 @@ import pytest
 
 from runner.workqueue import (
     DEFAULT_BACKOFF_CAP,
+    HIGH_PRIORITY,
+    LOW_PRIORITY,
     ItemExponentialBackoff,
     ManualClock,
     MaxOf,
     MonotonicClock,
     ObjectKey,
+    PassSlots,
     ShutDown,
     TokenBucket,
     WorkQueue,
@@ -180,12 +183,184 @@ def test_no_delay_adds_at_once(queue, seconds):
     assert ready(queue) == [GLANCE]
 
 
-def test_a_delay_for_a_waiting_key_brings_it_back_after_its_pass(clock, queue):
-    queue.add(GLANCE)
-    queue.add_after(GLANCE, 30)
+def test_a_delay_pending_when_its_key_is_handed_out_is_dropped(clock, queue):
+    """Not client-go: the pass that starts now asks again itself if it must wait."""
+    queue.add_after(GLANCE, 30, "requeue_after")
+    queue.add(GLANCE, "MODIFIED Glance")  # an event brings it back before the delay
     assert ready(queue) == [GLANCE]
     clock.advance(30)
+    assert ready(queue) == []
+
+
+def test_a_delay_asked_during_a_pass_brings_the_key_back_after_it(clock, queue):
+    queue.add(GLANCE)
+    key = queue.get(timeout=0)
+    queue.add_after(GLANCE, 30, "requeue_after")  # the pass's own request, as it ends
+    queue.done(key)
+    clock.advance(29.999)
+    assert ready(queue) == []
+    clock.advance(0.001)
     assert ready(queue) == [GLANCE]
+
+
+def test_dropping_a_delay_keeps_the_other_keys_delays(clock, queue):
+    queue.add_after(GLANCE, 10)
+    queue.add_after(OTHER, 20)
+    queue.add(GLANCE)
+    assert ready(queue) == [GLANCE]
+    clock.advance(20)
+    assert ready(queue) == [OTHER]
+
+
+def test_dropped_delays_do_not_pile_up(clock, queue):
+    """Every pass over a key drops its delay and asks for a new one (the periodic pass):
+    the heap of timers stays near the number of keys with a delay."""
+    for _ in range(1000):
+        for key in (GLANCE, OTHER):
+            queue.add(key)
+        for key in ready_keys(queue):
+            queue.add_after(key, 36000)
+            queue.done(key)
+    assert len(queue._timers) <= 2 * 2 + 64 + 1
+    clock.advance(36000)
+    assert sorted(ready(queue)) == sorted([GLANCE, OTHER])
+
+
+def ready_keys(queue: WorkQueue) -> list:
+    """Every key ready now, handed out and not yet done."""
+    keys = []
+    while (key := queue.get(timeout=0)) is not None:
+        keys.append(key)
+    return keys
+
+
+# -- priority -----------------------------------------------------------------------------
+
+
+def test_keys_of_a_higher_priority_are_handed_out_first_in_their_order(queue):
+    queue.add(GLANCE, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "MODIFIED Glance")
+    queue.add(BACKEND, "ADDED GlanceBackend", HIGH_PRIORITY)
+    assert ready(queue) == [OTHER, BACKEND, GLANCE]
+
+
+def test_a_waiting_key_moves_up_to_the_highest_priority_it_was_asked_with(queue):
+    queue.add(GLANCE, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "dependent MODIFIED Job readiness")  # moves up, keeps one entry
+    queue.add(GLANCE, "reconcile_period", LOW_PRIORITY)  # not down again
+    assert len(queue) == 2
+    key = queue.get(timeout=0)
+    assert (key, queue.priority(key)) == (OTHER, HIGH_PRIORITY)
+    assert queue.reasons(key) == ("requeue_after", "dependent MODIFIED Job readiness")
+    queue.done(key)
+    key = queue.get(timeout=0)
+    assert (key, queue.priority(key)) == (GLANCE, LOW_PRIORITY)
+
+
+def test_a_delayed_key_comes_out_at_the_priority_of_its_delay(clock, queue):
+    queue.add_after(GLANCE, 5, "requeue_after", LOW_PRIORITY)
+    queue.add_after(OTHER, 6, "backoff")
+    clock.advance(6)
+    assert ready(queue) == [OTHER, GLANCE]
+
+
+def test_a_request_during_a_pass_keeps_its_priority_for_the_next_pass(queue):
+    queue.add(GLANCE)
+    key = queue.get(timeout=0)
+    queue.add(GLANCE, "requeue_after", LOW_PRIORITY)
+    queue.add(OTHER, "MODIFIED Glance", LOW_PRIORITY)
+    queue.done(key)
+    queue.add(BACKEND, "MODIFIED GlanceBackend")
+    assert ready(queue) == [BACKEND, OTHER, GLANCE]
+
+
+def test_a_freed_slot_goes_to_the_waiting_pass_of_the_highest_priority():
+    slots, cancel = PassSlots(1), threading.Event()
+    assert slots.acquire(HIGH_PRIORITY, cancel)
+    order: list[str] = []
+
+    def wait(name: str, priority: int):
+        def run():
+            assert slots.acquire(priority, cancel)
+            order.append(name)
+            slots.release()
+
+        return run
+
+    low = Background(wait("low", LOW_PRIORITY))
+    wait_for(lambda: slots.waiting == 1)
+    high = Background(wait("high", HIGH_PRIORITY))
+    wait_for(lambda: slots.waiting == 2)
+    slots.release()
+    high.join()
+    low.join()
+    assert order == ["high", "low"]
+
+
+def test_a_pass_waiting_for_a_slot_gives_up_when_cancelled():
+    slots, cancel = PassSlots(1), threading.Event()
+    assert slots.acquire(HIGH_PRIORITY, cancel)
+    waiter = Background(lambda: slots.acquire(HIGH_PRIORITY, cancel, poll=0.01))
+    wait_for(lambda: slots.waiting == 1)
+    cancel.set()
+    assert waiter.join() is False
+    assert slots.waiting == 0
+    slots.release()
+    assert slots.acquire(HIGH_PRIORITY, threading.Event())  # the slot is free again
+
+
+def wait_for(condition, attempts: int = 10000) -> None:
+    """Poll ``condition`` until true (another thread's progress); no time is asserted."""
+    for _ in range(attempts):
+        if condition():
+            return
+        threading.Event().wait(0.001)
+    raise AssertionError("the condition never held")
+
+
+# -- why a key was handed out -------------------------------------------------------------
+
+
+def test_a_key_carries_the_reason_that_queued_it_then_those_that_coalesced(queue):
+    assert queue.add(GLANCE, "ADDED Glance") is True
+    assert queue.add(GLANCE, "child ADDED GlanceBackend") is False
+    assert queue.add(GLANCE, "child ADDED GlanceBackend") is False  # each reason once
+    assert queue.add(GLANCE, "dependent MODIFIED Job readiness") is False
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == (
+        "ADDED Glance",
+        "child ADDED GlanceBackend",
+        "dependent MODIFIED Job readiness",
+    )
+    queue.done(key)
+    assert queue.reasons(key) == ()
+
+
+def test_a_delayed_key_carries_the_reason_of_its_delay(clock, queue):
+    queue.add_after(GLANCE, 5, "requeue_after")
+    queue.add_after(GLANCE, 10, "reconcile_period")  # later: dropped, its reason too
+    clock.advance(10)
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == ("requeue_after",)
+    queue.done(key)
+
+
+def test_a_request_during_a_pass_carries_its_reason_to_the_next_pass(queue):
+    queue.add(GLANCE, "ADDED Glance")
+    key = queue.get(timeout=0)
+    queue.add(GLANCE, "dependent MODIFIED Deployment readiness")
+    assert queue.reasons(key) == ("ADDED Glance",)
+    queue.done(key)
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == ("dependent MODIFIED Deployment readiness",)
+
+
+def test_a_backoff_carries_its_reason(clock, queue):
+    queue.add_rate_limited(GLANCE, "backoff")
+    clock.advance(1)
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == ("backoff",)
 
 
 def test_delayed_keys_come_out_in_time_order(clock, queue):
