@@ -508,6 +508,8 @@ class Stack:
     log: Callable[[str], None] = field(default=lambda msg: print(msg, file=sys.stderr))
     processes: list[Process] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    # moto's environment on top of the tools' (the upload bench keeps its objects in memory)
+    moto_env: dict[str, str] = field(default_factory=dict)
     # filled in by start()
     mariadb_port: int = 0
     moto_port: int = 0
@@ -518,6 +520,7 @@ class Stack:
     rendered: Rendered | None = None
     remap: Remap | None = None
     glance: Process | None = None
+    moto: Process | None = None
     glance_container: dict[str, Any] = field(default_factory=dict)
     glance_env: dict[str, str] = field(default_factory=dict)
     glance_command: list[str] = field(default_factory=list)
@@ -731,9 +734,12 @@ class Stack:
     # moto: the S3 server, one bucket created up front (glance does not create it).
     def _moto(self) -> None:
         proc = self.spawn(
-            "moto", [str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.moto_port)]
+            "moto",
+            [str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.moto_port)],
+            env=self.tool_env(self.moto_env),
         )
         self.timings["moto ready"] = wait_for("moto", http_ok(self.s3_url + "/"), proc, 60)
+        self.moto = proc
         created = http("PUT", f"{self.s3_url}/{self.bucket}", body=b"")
         if created.status != 200:
             raise StackError(f"moto: creating bucket {self.bucket}: {created.status}")
