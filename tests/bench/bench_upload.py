@@ -17,8 +17,9 @@ image-upload --file`), then ``--downloads`` downloads of it (glanceclient verifi
 checksum; their mean is the round's), then the image is deleted. moto keeps the objects in
 memory (``MOTO_S3_DEFAULT_KEY_BUFFER_SIZE``) instead of temporary files and runs on one
 core (the last this process may use): its threads copy every upload several times through
-fresh memory, and on two cores they fault concurrently in one address space, which made its
-system time, and the round's throughput, vary by a factor of two (docs/upload.md).
+fresh memory, and on two cores its system time, and the round's throughput with it, varied
+by a factor of two from round to round (likely its threads faulting concurrently in one
+address space; on one core the spread narrowed, docs/upload.md).
 
 Printed: every round with the CPU-seconds of the launch, of the S3 server and of the
 client, and the load average; per launch the median upload and download throughput
@@ -270,6 +271,8 @@ def main(argv: list[str]) -> int:
         help=f"'all' or a comma-separated list of {', '.join(LAUNCHES)} (default {BEST},{COPY})",
     )
     args = parser.parse_args(argv)
+    if args.rounds < 1 or args.downloads < 1:
+        parser.error("--rounds and --downloads: at least 1")
     names = list(LAUNCHES) if args.candidates == "all" else args.candidates.split(",")
     unknown = [n for n in names if n not in LAUNCHES]
     if unknown:
