@@ -401,6 +401,8 @@ def report(
         )
     for name, messages in failures.items():
         print(f"{name:<24}failed {len(messages)} of {rounds} rounds: {messages[0]}")
+    if RENDERED not in rows:  # every round of the rendered launch failed: nothing to compare
+        return
     tuned = [n for n in rows if n not in (RENDERED, COPY)]
     compared = []
     if tuned:
@@ -416,8 +418,6 @@ def report(
                 compared.append((best_safe, "the fastest safe hand-tuned launch", TARGET))
     if COPY in rows:
         compared.append((COPY, "the same command: how far apart this run measures two", "1.00"))
-    if RENDERED not in rows:
-        return
     for name, what, expected in compared:
         up, down = _ratios(results, name, "upload"), _ratios(results, name, "download")
         if not up:

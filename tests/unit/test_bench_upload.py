@@ -52,8 +52,11 @@ def test_the_report_compares_the_rendered_launch_with_the_fastest_one_and_with_i
         " target >= 0.95)" in out
     )
     # the copy is the run's resolution, not a hand-tuned launch: no target, no "safe" line
-    assert "rendered / rendered-copy (the same command" in out
-    assert "upload 1.00, download 1.00 (ratio of the medians" in out
+    assert (
+        "rendered / rendered-copy (the same command: how far apart this run measures two):"
+        " upload 1.00, download 1.00 (ratio of the medians; median of the per-round ratios:"
+        " upload 1.00, download 1.00; 1.00)" in out
+    )
     assert "fastest safe" not in out
     # CPU-seconds per GiB: 3.0 CPU-s per 0.5 GiB
     assert "rendered                      64.0       256.0          6.00            1.00" in out
@@ -114,3 +117,13 @@ def test_the_s3_server_and_the_threads_it_starts_later_run_on_one_core():
             child.kill()
             child.wait()
     assert out.strip() == f"[{cores[-1]}] [{cores[-1]}]"
+
+
+def test_without_a_rendered_round_the_report_compares_nothing(capsys):
+    results = {bench.RENDERED: [], bench.BEST: [outcome(0, 8.0, 2.0)]}
+    failures = {bench.RENDERED: ["AssertionError: upload checksum"]}
+    bench.report(results, failures, 512, 1, ["0 0 0", "0 0 0"])
+    out = capsys.readouterr().out
+    assert "rendered                failed 1 of 1 rounds: AssertionError: upload checksum" in out
+    assert "rendered /" not in out
+    assert "is unsafe" not in out
