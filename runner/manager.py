@@ -107,6 +107,8 @@ class Manager:
         self.elector: LeaderElector | None = None
         self.servers: list[EndpointServer] = []
         self.webhook: Any = None
+        self.cert_rotator: Any = None
+        self._webhook_lock = threading.Lock()
         self.runner_dir: RunnerDir | None = None
         self.runner_dir_parent = DEFAULT_PARENT
         self._workers_started = False
@@ -169,8 +171,12 @@ class Manager:
         return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
 
     def ready(self) -> bool:
-        """``/readyz``: a standby is ready; the leader once its informers have synced."""
+        """``/readyz``: a standby is ready; the leader once its informers have synced. With a
+        self-managed webhook certificate, neither before the webhook is served: the
+        webhook Service must not send the API server to a replica that cannot answer."""
         if self.stop_requested.is_set() or self.lost.is_set():
+            return False
+        if self.settings.webhook_cert_secret and self.webhook is None:
             return False
         if self.settings.leader_elect and not self.leading.is_set():
             return self.started.is_set()
@@ -248,8 +254,26 @@ class Manager:
             ).start()
             self.servers.append(server)
             log.info("serving metrics", address=str(server.address), paths=["/metrics"])
+        if settings.webhook_cert_secret:
+            self._start_cert_rotator()
+        elif not self._start_webhook():
+            log.info(
+                "admission webhook not served: no tls.crt and tls.key in its cert dir",
+                cert_dir=str(settings.webhook_cert_dir),
+            )
+
+    def _start_webhook(self) -> bool:
+        """Serve the admission webhook once its cert dir holds a certificate; True when it
+        is served (now or already)."""
+        settings = self.settings
         cert_dir = settings.webhook_cert_dir
-        if (cert_dir / "tls.crt").is_file() and (cert_dir / "tls.key").is_file():
+        with self._webhook_lock:
+            if self.webhook is not None:
+                return True
+            if self.stop_requested.is_set():
+                return False
+            if not ((cert_dir / "tls.crt").is_file() and (cert_dir / "tls.key").is_file()):
+                return False
             from runner.webhook import WebhookServer
 
             self.webhook = WebhookServer.with_client(
@@ -258,11 +282,26 @@ class Manager:
                 host=settings.webhook_host or "0.0.0.0",
                 port=settings.webhook_port,
             ).start()
-        else:
-            log.info(
-                "admission webhook not served: no tls.crt and tls.key in its cert dir",
-                cert_dir=str(cert_dir),
-            )
+            return True
+
+    def _start_cert_rotator(self) -> None:
+        """The operator's own webhook certificate (``config/selfsigned``): checked now, then
+        every few minutes; the webhook is served after the first check that succeeds."""
+        from runner.webhook_certs import CertRotator
+
+        settings = self.settings
+        self.cert_rotator = CertRotator(
+            self.client,
+            namespace=settings.leader_election_namespace or self.client.namespace or "default",
+            secret_name=settings.webhook_cert_secret,
+            service_name=settings.webhook_service,
+            cert_dir=settings.webhook_cert_dir,
+            webhook_configurations={
+                "MutatingWebhookConfiguration": settings.mutating_webhook_configuration,
+                "ValidatingWebhookConfiguration": settings.validating_webhook_configuration,
+            },
+            on_ready=self._start_webhook,
+        ).start()
 
     def _start_election(self) -> None:
         namespace = self.settings.leader_election_namespace or self.client.namespace or "default"
@@ -532,8 +571,11 @@ class Manager:
         if self.elector is not None:
             self.elector.stop(release=not self.lost.is_set())
             self.leader_gauge.labels(name=self.settings.leader_election_id).set(0)
-        if self.webhook is not None:
-            self.webhook.stop()
+        if self.cert_rotator is not None:
+            self.cert_rotator.stop()
+        with self._webhook_lock:
+            if self.webhook is not None:
+                self.webhook.stop()
         for server in self.servers:
             server.stop()
         if self.runner_dir is not None:

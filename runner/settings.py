@@ -78,6 +78,14 @@ class Settings:
     dependent_label_selector: str
     log_level: str
     warm_passes: bool = True
+    webhook_cert_secret: str | None = None
+    """The Secret (in the operator's namespace) where the operator keeps the webhook's CA
+    and serving certificate, made and renewed by itself (``runner.webhook_certs``);
+    ``None``: the certificate is put into ``webhook_cert_dir`` by someone else
+    (cert-manager)."""
+    webhook_service: str = ""
+    mutating_webhook_configuration: str = ""
+    validating_webhook_configuration: str = ""
     """Passes through the warm fork server (``runner/warm.py``); false: a cold
     ``ansible-playbook`` per pass."""
 
@@ -275,6 +283,32 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         "tls.crt and tls.key of the webhook; without them no webhook is served",
     ),
     (
+        "--webhook-cert-secret",
+        "WEBHOOK_CERT_SECRET",
+        None,
+        "make and renew the webhook's certificate in this Secret of the operator's namespace "
+        "and inject its CA into the webhook configurations; empty: the certificate comes "
+        "from elsewhere (cert-manager)",
+    ),
+    (
+        "--webhook-service",
+        "WEBHOOK_SERVICE",
+        None,
+        "the Service the API server calls the webhook through (the certificate's names)",
+    ),
+    (
+        "--mutating-webhook-configuration",
+        "MUTATING_WEBHOOK_CONFIGURATION",
+        None,
+        "the MutatingWebhookConfiguration to inject the CA bundle into",
+    ),
+    (
+        "--validating-webhook-configuration",
+        "VALIDATING_WEBHOOK_CONFIGURATION",
+        None,
+        "the ValidatingWebhookConfiguration to inject the CA bundle into",
+    ),
+    (
         "--runner-dir",
         "RUNNER_DIR",
         None,
@@ -356,6 +390,22 @@ def parse_settings(
     verbosity = text("ansible_verbosity").strip()
     if not verbosity.isdigit() or int(verbosity) > 7:
         raise SettingsError(f"--ansible-verbosity: {verbosity!r} is not 0 to 7")
+    cert_secret = text("webhook_cert_secret").strip() or None
+    if cert_secret:
+        needed = [
+            source[name]
+            for name in (
+                "webhook_service",
+                "mutating_webhook_configuration",
+                "validating_webhook_configuration",
+            )
+            if not text(name).strip()
+        ]
+        if needed:
+            raise SettingsError(
+                f"{source['webhook_cert_secret']}: a self-managed webhook certificate also "
+                f"needs {', '.join(needed)}"
+            )
     level = text("log_level").lower()
     if level not in ("debug", "info", "warning", "error"):
         raise SettingsError(
@@ -399,6 +449,10 @@ def parse_settings(
         dependent_label_selector=text("dependent_label_selector").strip(),
         log_level=level,
         warm_passes=parse_bool(text("warm_passes"), source["warm_passes"]),
+        webhook_cert_secret=cert_secret,
+        webhook_service=text("webhook_service").strip(),
+        mutating_webhook_configuration=text("mutating_webhook_configuration").strip(),
+        validating_webhook_configuration=text("validating_webhook_configuration").strip(),
     )
 
 
