@@ -13,10 +13,25 @@ creates, before anything imports the collection.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
 ROOT = Path(__file__).resolve().parents[1]
 
 _AnsibleCollectionFinder(paths=[str(ROOT / ".collections")])._install()
+
+
+@pytest.fixture(scope="session")
+def say(request) -> Callable[[str], None]:
+    """Print a line to the terminal, past pytest's capturing (timings: shown without -s)."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+
+    def _print(msg: str) -> None:
+        with capture.global_and_fixture_disabled():
+            print(msg, file=sys.stderr, flush=True)
+
+    return _print

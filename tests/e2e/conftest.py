@@ -56,18 +56,6 @@ def stack(tmp_path_factory) -> Stack:
         _say(f"\n[e2e] timings: {timings}\n[e2e] logs: {root / 'logs'}")
 
 
-@pytest.fixture(scope="session")
-def say(request) -> Callable[[str], None]:
-    """Print a line to the terminal, past pytest's capturing (timings: shown without -s)."""
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-
-    def _print(msg: str) -> None:
-        with capture.global_and_fixture_disabled():
-            _say(msg)
-
-    return _print
-
-
 @pytest.fixture
 def timed(request, say):
     """Print the test's wall time (this fixture's setup to its teardown)."""

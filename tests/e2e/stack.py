@@ -26,8 +26,10 @@ by the test, its pod files under a root of its own, the same Remap table) and la
 Glance API from it (:meth:`Stack.launch_from`) or run one of its Job/CronJob containers
 (:meth:`Stack.run_container`), against the same MariaDB, Keystone and S3 server.
 
-The services around Glance are the harness's own, each on a free 127.0.0.1 port with its
-state under one temporary directory: MariaDB (private datadir and socket), moto's S3 server,
+The services around Glance are the harness's own, each on a free port of 127.0.0.1 (or of
+``Stack.host``: the cluster tests put them on the one-node cluster's address, where pods
+reach them, and start them alone with :meth:`Stack.start_services`) with its state under
+one temporary directory: MariaDB (private datadir and socket), moto's S3 server,
 Keystone (sqlite; served by uWSGI). Every process gets its own process group and log file
 and is stopped in reverse order (SIGTERM, or SIGINT for uWSGI; SIGKILL after a grace
 period) by :meth:`Stack.stop`, which the session fixture calls in a ``finally`` block.
@@ -516,6 +518,9 @@ class Stack:
     keystone_port: int = 0
     glance_port: int = 0
     memcached_port: int = 0  # nothing listens there: Glance must cope without memcached
+    # The address MariaDB, Keystone and the S3 server listen on: loopback here, the node's
+    # address when pods of the one-node cluster use them (tests/cluster).
+    host: str = "127.0.0.1"
     bucket: str = ""
     rendered: Rendered | None = None
     remap: Remap | None = None
@@ -605,11 +610,7 @@ class Stack:
     def start(self) -> None:
         """Everything, ready; on failure the caller still calls :meth:`stop`."""
         started = time.monotonic()
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.mariadb_port, self.moto_port = free_port(), free_port()
-        self.keystone_port, self.glance_port = free_port(), free_port()
-        self.memcached_port = free_port()
-        self.bucket = BUCKET
+        self._ports()
         with ThreadPoolExecutor(max_workers=3) as pool:
             keystone = pool.submit(self._keystone)
             render = pool.submit(self._render)
@@ -623,15 +624,39 @@ class Stack:
         self.timings["stack"] = time.monotonic() - started
         self.log(f"[e2e] stack up in {self.timings['stack']:.1f}s: {self.describe()}")
 
+    def start_services(self) -> None:
+        """MariaDB, Keystone and the S3 server only, ready, on :attr:`host`: the services
+        around a Glance that runs elsewhere (in pods of the one-node cluster)."""
+        started = time.monotonic()
+        self._ports()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            keystone = pool.submit(self._keystone)
+            database = pool.submit(self._mariadb)
+            self._moto()
+            database.result()
+            keystone.result()
+        self.timings["services"] = time.monotonic() - started
+        self.log(
+            f"[e2e] services up in {self.timings['services']:.1f}s: keystone "
+            f"{self.keystone_url}, mariadb {self.host}:{self.mariadb_port}, s3 {self.s3_url}"
+        )
+
+    def _ports(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.mariadb_port, self.moto_port = free_port(), free_port()
+        self.keystone_port, self.glance_port = free_port(), free_port()
+        self.memcached_port = free_port()
+        self.bucket = BUCKET
+
     def describe(self) -> str:
         return (
             f"glance http://127.0.0.1:{self.glance_port}, keystone {self.keystone_url}, "
-            f"mariadb 127.0.0.1:{self.mariadb_port}, s3 {self.s3_url}, logs {self.root / 'logs'}"
+            f"mariadb {self.host}:{self.mariadb_port}, s3 {self.s3_url}, logs {self.root / 'logs'}"
         )
 
     @property
     def keystone_url(self) -> str:
-        return f"http://127.0.0.1:{self.keystone_port}/v3"
+        return f"http://{self.host}:{self.keystone_port}/v3"
 
     @property
     def glance_url(self) -> str:
@@ -639,9 +664,9 @@ class Stack:
 
     @property
     def s3_url(self) -> str:
-        return f"http://127.0.0.1:{self.moto_port}"
+        return f"http://{self.host}:{self.moto_port}"
 
-    # MariaDB: a private datadir and socket, TCP on 127.0.0.1 only.
+    # MariaDB: a private datadir and socket, TCP on the stack's host address only.
     def _mariadb(self) -> None:
         base = self.root / "mariadb"
         data, sock = base / "data", base / "mysqld.sock"
@@ -669,7 +694,7 @@ class Stack:
                 f"--socket={sock}",
                 f"--pid-file={base / 'mariadbd.pid'}",
                 f"--tmpdir={base / 'tmp'}",
-                "--bind-address=127.0.0.1",
+                f"--bind-address={self.host}",
                 f"--port={self.mariadb_port}",
                 f"--user={user}",
                 "--skip-name-resolve",
@@ -735,7 +760,7 @@ class Stack:
     def _moto(self) -> None:
         proc = self.spawn(
             "moto",
-            [str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.moto_port)],
+            [str(VENV_BIN / "moto_server"), "-H", self.host, "-p", str(self.moto_port)],
             env=self.tool_env(self.moto_env),
         )
         self.timings["moto ready"] = wait_for("moto", http_ok(self.s3_url + "/"), proc, 60)
@@ -786,7 +811,7 @@ class Stack:
             [
                 str(VENV_BIN / "uwsgi"),
                 "--http",
-                f"127.0.0.1:{self.keystone_port}",
+                f"{self.host}:{self.keystone_port}",
                 "--http-keepalive",
                 "--http-auto-chunked",
                 "--module",
@@ -921,10 +946,10 @@ class Stack:
                 # The e2e environment is the Glance of this release.
                 spec["openStackRelease"] = RELEASE
                 spec["image"]["tag"] = RELEASE
-                spec["database"]["host"] = "127.0.0.1"
+                spec["database"]["host"] = self.host
                 spec["database"]["port"] = self.mariadb_port
                 spec["keystoneEndpoint"] = self.keystone_url
-                spec["cache"]["servers"] = [f"127.0.0.1:{self.memcached_port}"]
+                spec["cache"]["servers"] = [f"{self.host}:{self.memcached_port}"]
             elif kind == "GlanceBackend":
                 doc["spec"]["s3"]["host"] = self.s3_url
                 doc["spec"]["s3"]["bucket"] = self.bucket
@@ -1145,7 +1170,7 @@ class Stack:
             [
                 debian_program("mariadb"),
                 "--no-defaults",
-                "-h127.0.0.1",
+                f"-h{self.host}",
                 f"-P{self.mariadb_port}",
                 f"-u{DB_USER}",
                 f"-p{DB_PASSWORD}",
