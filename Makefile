@@ -95,6 +95,34 @@ promtool: ## Unpack promtool from Debian's prometheus package into .venv/promtoo
 e2e: venv e2e-env ## The rendered Glance against real Keystone, MariaDB and S3 (tests/e2e)
 	$(BIN)/python -m pytest -q tests/e2e
 
+# The one-node cluster (hack/node_cluster.py, docs/cluster.md): the Kubernetes binaries from
+# KUBE_ASSETS_DIR, Debian's containerd, runc, CNI plugins, iptables and conntrack; as root.
+NODE_CLUSTER := $(BIN)/python hack/node_cluster.py
+.PHONY: cluster-packages
+cluster-packages: ## Install the Debian packages the one-node cluster needs (containerd, runc, CNI plugins, iptables, conntrack)
+	python3 hack/node_cluster.py install-packages
+
+.PHONY: cluster-up
+cluster-up: venv ## Start the one-node cluster (KUBE_ASSETS_DIR; root); prints the KUBECONFIG to use
+	$(NODE_CLUSTER) up
+
+.PHONY: cluster-down
+cluster-down: venv ## Stop the one-node cluster and remove everything it made
+	$(NODE_CLUSTER) down
+
+.PHONY: cluster-status
+cluster-status: venv ## The one-node cluster's components and node
+	$(NODE_CLUSTER) status
+
+.PHONY: cluster-load-images
+cluster-load-images: venv ## Copy the operator image and the Glance image of each GLANCE_RELEASES from Docker into the node
+	$(NODE_CLUSTER) load-images ghcr.io/c5c3/glance-operator:$(shell sed -n 's/^version: *//p' galaxy.yml) \
+	  $(patsubst %,ghcr.io/c5c3/glance:%,$(GLANCE_RELEASES))
+
+.PHONY: cluster-test
+cluster-test: venv e2e-env ## The cluster tier (tests/cluster): images built, installed with kubectl, Glance served from pods
+	$(BIN)/python -m pytest -q tests/cluster
+
 .PHONY: lock
 lock: ## Re-resolve requirements.in into requirements.txt, and the image's subset into requirements-runtime.txt
 	rm -rf .lock-venv && $(PYTHON312) -m venv .lock-venv

@@ -241,7 +241,7 @@ def selects(selector: dict, labels: dict) -> bool:
     return all(labels.get(key) == value for key, value in selector.items())
 
 
-OVERLAYS = ("default", "namespaced", "prometheus")
+OVERLAYS = ("default", "namespaced", "prometheus", "selfsigned")
 
 # --- every object is valid -----------------------------------------------------------------------
 
@@ -352,7 +352,7 @@ def test_the_operator_namespace_enforces_the_restricted_pod_security_standard():
 # --- the manager ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("overlay", ["default", "namespaced"])
+@pytest.mark.parametrize("overlay", ["default", "namespaced", "selfsigned"])
 def test_the_manager_pod_passes_the_restricted_pod_security_standard(overlay):
     for metadata, spec in pod_templates(manager(build(overlay))):
         assert restricted_violations(spec, metadata) == []
@@ -519,7 +519,7 @@ def _roles(objects: Iterable[dict]) -> Iterator[dict]:
     return (o for o in objects if o["kind"] in {"Role", "ClusterRole"})
 
 
-@pytest.mark.parametrize("overlay", ["default", "namespaced"])
+@pytest.mark.parametrize("overlay", ["default", "namespaced", "selfsigned"])
 def test_no_rbac_rule_has_a_wildcard(overlay):
     for role in _roles(build(overlay)):
         for rule in role["rules"]:
@@ -544,7 +544,7 @@ def test_leases_only_in_the_leader_election_role_in_the_operator_namespace():
             assert not any(g[1] == "leases" for g in rule_grants(role)), role["metadata"]["name"]
 
 
-@pytest.mark.parametrize("overlay", ["default", "namespaced"])
+@pytest.mark.parametrize("overlay", ["default", "namespaced", "selfsigned"])
 def test_every_binding_grants_an_existing_role_to_the_manager_service_account(overlay):
     objects = build(overlay)
     sa = only(objects, "ServiceAccount")["metadata"]
@@ -603,8 +603,82 @@ def test_the_namespaced_variant_differs_from_default_only_where_it_says():
     }
 
 
-RBAC_SOURCES = sorted((CONFIG / "rbac").glob("*.yaml")) + sorted(
-    (CONFIG / "rbac-namespaced").glob("*.yaml")
+def test_selfsigned_differs_from_default_only_where_it_says():
+    """config/selfsigned: no cert-manager, the manager makes its own certificate."""
+    default = {(o["kind"], o["metadata"]["name"]): o for o in build("default")}
+    selfsigned = {(o["kind"], o["metadata"]["name"]): o for o in build("selfsigned")}
+    assert set(default) - set(selfsigned) == {
+        ("Issuer", f"{PREFIX}selfsigned-issuer"),
+        ("Certificate", f"{PREFIX}serving-cert"),
+    }
+    assert set(selfsigned) - set(default) == {
+        ("Role", f"{PREFIX}webhook-certificate"),
+        ("RoleBinding", f"{PREFIX}webhook-certificate"),
+        ("ClusterRole", f"{PREFIX}webhook-ca-injector"),
+        ("ClusterRoleBinding", f"{PREFIX}webhook-ca-injector"),
+    }
+    changed = {key for key in set(default) & set(selfsigned) if default[key] != selfsigned[key]}
+    assert changed == {
+        ("Deployment", f"{PREFIX}controller-manager"),
+        ("MutatingWebhookConfiguration", f"{PREFIX}mutating-webhook-configuration"),
+        ("ValidatingWebhookConfiguration", f"{PREFIX}validating-webhook-configuration"),
+    }
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        config = selfsigned[
+            (kind, f"{PREFIX}{kind[: -len('WebhookConfiguration')].lower()}-webhook-configuration")
+        ]
+        assert "cert-manager.io/inject-ca-from" not in config["metadata"].get("annotations", {})
+        without = copy.deepcopy(default[(kind, config["metadata"]["name"])])
+        without["metadata"]["annotations"].pop("cert-manager.io/inject-ca-from")
+        if not without["metadata"]["annotations"]:
+            without["metadata"].pop("annotations")
+        assert config == without
+
+
+def test_selfsigned_names_what_the_manager_writes_and_grants_exactly_that():
+    objects = build("selfsigned")
+    container = manager_container(objects)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert (
+        env["WEBHOOK_SERVICE"]
+        == only(objects, "Service", f"{PREFIX}webhook-service")["metadata"]["name"]
+    )
+    mutating = only(objects, "MutatingWebhookConfiguration")["metadata"]["name"]
+    validating = only(objects, "ValidatingWebhookConfiguration")["metadata"]["name"]
+    assert (env["MUTATING_WEBHOOK_CONFIGURATION"], env["VALIDATING_WEBHOOK_CONFIGURATION"]) == (
+        mutating,
+        validating,
+    )
+    # The cert dir is on the writable /tmp emptyDir: no Secret volume, nothing read-only.
+    pod = manager(objects)["spec"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["tmp"]
+    assert env["WEBHOOK_CERT_DIR"].startswith("/tmp/")
+    role = only(objects, "Role", f"{PREFIX}webhook-certificate")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": [env["WEBHOOK_CERT_SECRET"]],
+            "verbs": ["get", "patch"],
+        },
+    ]
+    injector = only(objects, "ClusterRole", f"{PREFIX}webhook-ca-injector")
+    assert rule_grants(injector) == grants(
+        "admissionregistration.k8s.io",
+        ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+        ["get", "patch"],
+    )
+    assert sorted(n for r in injector["rules"] for n in r["resourceNames"]) == sorted(
+        [mutating, validating]
+    )
+
+
+RBAC_SOURCES = (
+    sorted((CONFIG / "rbac").glob("*.yaml"))
+    + sorted((CONFIG / "rbac-namespaced").glob("*.yaml"))
+    + [CONFIG / "selfsigned" / "rbac.yaml"]
 )
 
 
