@@ -139,9 +139,11 @@ def node(shell, say, tmp_path_factory) -> Iterator[object]:
     try:
         started = time.monotonic()
         shell.ok("make cluster-packages")
-        shell.ok("make cluster-up")
+        up = shell.ok("make cluster-up")
         say(f"[cluster] make cluster-up: node Ready {time.monotonic() - started:.1f}s")
-        assert shell.env["KUBECONFIG"] == str(cluster.kubeconfig)
+        # What it prints is what the doc exports next.
+        exported = f"export KUBECONFIG={cluster.kubeconfig}"
+        assert exported in up.stdout.splitlines() and exported in doc_commands()
         _current["node"] = cluster
         yield cluster
     finally:
