@@ -23,40 +23,35 @@ docs/e2e.md keeps them.
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import json
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from cluster.conftest import (
     GLANCE_IMAGE,
     OPERATOR_IMAGE,
     OPERATOR_NAMESPACE,
-    RELEASE,
     doc_commands,
     wait_until,
 )
-from e2e.glance_http import s3_digest
-from e2e.stack import (
-    DB_PASSWORD,
-    DB_USER,
-    GLANCE_PASSWORD,
-    S3_ACCESS_KEY,
-    S3_SECRET_KEY,
-    http,
+from cluster.objects import (
+    SECOND_BUCKET,
+    apply,
+    conditions,
+    get,
+    glance_pods,
+    pod_ready,
+    sample_documents,
 )
+from e2e.glance_http import s3_digest
+from e2e.stack import http
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "config" / "samples" / "glance_minimal.yaml"
 NAMESPACE = "openstack"
 GLANCE = "glance"
-SECOND_BUCKET = "glance-second"
 IMAGE_SIZE = 32 * 1024 * 1024
 READY_TIMEOUT = 600
 GROUP = "glance.openstack.c5c3.io"
@@ -64,83 +59,16 @@ GROUP = "glance.openstack.c5c3.io"
 pytestmark = pytest.mark.cluster
 
 
-# --- reading the cluster ----------------------------------------------------------------
-
-
-def get(node, *args: str) -> Any:
-    """``kubectl get ... -o json``, decoded."""
-    return json.loads(node.kubectl("get", *args, "-o", "json").stdout)
-
-
-def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
-
-
 def glance(node) -> dict[str, Any]:
     return get(node, "glance", GLANCE, "-n", NAMESPACE)
 
 
 def api_pods(node) -> list[dict[str, Any]]:
-    return get(
-        node,
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-l",
-        f"app.kubernetes.io/name=glance,app.kubernetes.io/instance={GLANCE}",
-    )["items"]
-
-
-def pod_ready(pod: dict[str, Any]) -> bool:
-    return conditions(pod).get("Ready", {}).get("status") == "True"
-
-
-# --- what the user applies ----------------------------------------------------------------
+    return glance_pods(node, NAMESPACE, GLANCE)
 
 
 def glance_documents(services, default_backend: str = "s3-default") -> list[dict[str, Any]]:
-    """The minimal sample with two replicas, a second store, and the services' addresses."""
-    docs = [d for d in yaml.safe_load_all(SAMPLE.read_text()) if d]
-    out = []
-    for doc in docs:
-        doc["metadata"]["namespace"] = NAMESPACE
-        kind, name = doc["kind"], doc["metadata"]["name"]
-        if kind == "Glance":
-            spec = doc["spec"]
-            spec["openStackRelease"] = RELEASE
-            spec["image"]["tag"] = RELEASE
-            spec["deployment"] = {"replicas": 2}
-            spec["database"]["host"] = services.host
-            spec["database"]["port"] = services.mariadb_port
-            spec["keystoneEndpoint"] = services.keystone_url
-            spec["cache"]["servers"] = [f"{services.host}:{services.memcached_port}"]
-        elif kind == "GlanceBackend":
-            doc["spec"]["s3"]["host"] = services.s3_url
-            doc["spec"]["s3"]["bucket"] = services.bucket
-            doc["spec"]["isDefault"] = default_backend == name
-            second = copy.deepcopy(doc)
-            second["metadata"]["name"] = "s3-second"
-            second["spec"]["s3"]["bucket"] = SECOND_BUCKET
-            second["spec"]["isDefault"] = default_backend == "s3-second"
-            out.append(doc)
-            doc = second
-        elif kind == "Secret" and name == "glance-db":
-            doc["stringData"] = {"username": DB_USER, "password": DB_PASSWORD}
-        elif kind == "Secret" and name == "glance-service-user":
-            doc["stringData"] = {"password": GLANCE_PASSWORD}
-        elif kind == "Secret":
-            doc["stringData"] = {
-                "access-key-id": S3_ACCESS_KEY,
-                "secret-access-key": S3_SECRET_KEY,
-            }
-        out.append(doc)
-    return out
-
-
-def apply(node, docs: list[dict[str, Any]], check: bool = True):
-    return node.kubectl(
-        "apply", "-f", "-", input="---\n".join(yaml.safe_dump(d) for d in docs), check=check
-    )
+    return sample_documents(services, NAMESPACE, default_backend=default_backend)
 
 
 # --- 1. the install -------------------------------------------------------------------------

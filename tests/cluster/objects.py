@@ -1,0 +1,90 @@
+"""What the cluster tests read and apply: ``kubectl`` JSON, conditions, and the minimal
+sample pointed at the services on the node's address."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cluster.conftest import RELEASE
+from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD, S3_ACCESS_KEY, S3_SECRET_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "config" / "samples" / "glance_minimal.yaml"
+SECOND_BUCKET = "glance-second"
+
+
+def get(node, *args: str) -> Any:
+    """``kubectl get ... -o json``, decoded."""
+    return json.loads(node.kubectl("get", *args, "-o", "json").stdout)
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    return conditions(pod).get("Ready", {}).get("status") == "True"
+
+
+def glance_pods(node, namespace: str, glance: str) -> list[dict[str, Any]]:
+    """The API pods of the Glance ``glance`` (not its Jobs')."""
+    selector = f"app.kubernetes.io/name=glance,app.kubernetes.io/instance={glance}"
+    return get(node, "pods", "-n", namespace, "-l", selector)["items"]
+
+
+def apply(node, docs: list[dict[str, Any]], check: bool = True):
+    """``kubectl apply -f -`` of ``docs``."""
+    text = "---\n".join(yaml.safe_dump(d) for d in docs)
+    return node.kubectl("apply", "-f", "-", input=text, check=check)
+
+
+def sample_documents(
+    services,
+    namespace: str,
+    replicas: int = 2,
+    default_backend: str = "s3-default",
+    database: str = "glance",
+) -> list[dict[str, Any]]:
+    """The minimal sample in ``namespace`` with ``replicas``, a second store
+    (``s3-second``, bucket ``glance-second``) and the services' addresses; the store named
+    ``default_backend`` is the default."""
+    docs = [d for d in yaml.safe_load_all(SAMPLE.read_text()) if d]
+    out = []
+    for doc in docs:
+        doc["metadata"]["namespace"] = namespace
+        kind, name = doc["kind"], doc["metadata"]["name"]
+        if kind == "Glance":
+            spec = doc["spec"]
+            spec["openStackRelease"] = RELEASE
+            spec["image"]["tag"] = RELEASE
+            spec["deployment"] = {"replicas": replicas}
+            spec["database"]["host"] = services.host
+            spec["database"]["port"] = services.mariadb_port
+            spec["database"]["database"] = database
+            spec["keystoneEndpoint"] = services.keystone_url
+            spec["cache"]["servers"] = [f"{services.host}:{services.memcached_port}"]
+        elif kind == "GlanceBackend":
+            doc["spec"]["s3"]["host"] = services.s3_url
+            doc["spec"]["s3"]["bucket"] = services.bucket
+            doc["spec"]["isDefault"] = default_backend == name
+            second = copy.deepcopy(doc)
+            second["metadata"]["name"] = "s3-second"
+            second["spec"]["s3"]["bucket"] = SECOND_BUCKET
+            second["spec"]["isDefault"] = default_backend == "s3-second"
+            out.append(doc)
+            doc = second
+        elif kind == "Secret" and name == "glance-db":
+            doc["stringData"] = {"username": DB_USER, "password": DB_PASSWORD}
+        elif kind == "Secret" and name == "glance-service-user":
+            doc["stringData"] = {"password": GLANCE_PASSWORD}
+        elif kind == "Secret":
+            doc["stringData"] = {
+                "access-key-id": S3_ACCESS_KEY,
+                "secret-access-key": S3_SECRET_KEY,
+            }
+        out.append(doc)
+    return out

@@ -1,0 +1,207 @@
+"""What an image transfer through the pods costs, beside the same Glance on loopback.
+
+One Glance of one replica (namespace ``transfer``), and the e2e stack's Glance launched
+from the same render as processes on 127.0.0.1 (``tests/e2e/stack.py``), both storing in
+the same kind of S3 server. Each round uploads a 128 MiB file (``PUT .../file`` with a
+Content-Length, as ``glance image-upload --file`` does) and downloads it, hashing what
+comes back. Paths:
+
+* ``service``: through the Glance Service's ClusterIP (kube-proxy's DNAT and masquerade);
+* ``pod``: to the API pod's own address;
+* ``loopback``: to the e2e Glance on 127.0.0.1 (no container, no CPU limit);
+
+first with the rendered resources (the reference's 500m CPU limit), then with a 2-CPU
+limit (``spec.deployment.resources``). Printed per path: the median MiB/s up and down,
+and for the pod the CPU it used per GiB and the time the CPU limit throttled it (its
+cgroup's ``cpu.stat``). Asserted: every byte that came back is the byte sent. Nothing is
+asserted on time; docs/e2e.md keeps the figures and what they say.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import statistics
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from cluster.conftest import wait_until
+from cluster.objects import apply, conditions, get, glance_pods, pod_ready, sample_documents
+from e2e.stack import DEMO_PASSWORD, Stack, StackError, http
+
+pytestmark = pytest.mark.cluster
+
+NAMESPACE = "transfer"
+SIZE = 128 * 2**20
+ROUNDS = 3
+CHUNK = 2**20
+LIMITS = {
+    "rendered (500m CPU limit)": None,
+    "2 CPUs": {
+        "requests": {"cpu": "100m", "memory": "512Mi"},
+        "limits": {"cpu": "2", "memory": "1Gi"},
+    },
+}
+
+
+def upload(url: str, token: str, image_id: str, source: Path) -> float:
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300, blocksize=CHUNK)
+    started = time.monotonic()
+    with source.open("rb") as body:
+        conn.request(
+            "PUT",
+            f"/v2/images/{image_id}/file",
+            body=body,
+            headers={
+                "X-Auth-Token": token,
+                "Content-Type": "application/octet-stream",
+                "Content-Length": str(SIZE),
+            },
+        )
+        resp = conn.getresponse()
+        resp.read()
+    took = time.monotonic() - started
+    conn.close()
+    assert resp.status == 204, resp.status
+    return took
+
+
+def download(url: str, token: str, image_id: str) -> tuple[float, str]:
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
+    started = time.monotonic()
+    conn.request("GET", f"/v2/images/{image_id}/file", headers={"X-Auth-Token": token})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.status
+    digest = hashlib.sha256()
+    while chunk := resp.read(CHUNK):
+        digest.update(chunk)
+    took = time.monotonic() - started
+    conn.close()
+    return took, digest.hexdigest()
+
+
+def rounds(url: str, token: str, source: Path, digest: str) -> tuple[float, float]:
+    """Median MiB/s up and down over ``ROUNDS`` rounds; each image deleted after."""
+    ups, downs = [], []
+    for n in range(ROUNDS):
+        created = http(
+            "POST",
+            f"{url}/v2/images",
+            {"name": f"transfer-{n}", "disk_format": "raw", "container_format": "bare"},
+            {"X-Auth-Token": token},
+        )
+        assert created.status == 201, created.body
+        image_id = created.json()["id"]
+        ups.append(upload(url, token, image_id, source))
+        took, got = download(url, token, image_id)
+        assert got == digest, "the bytes back differ from the bytes sent"
+        downs.append(took)
+        http("DELETE", f"{url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
+    mib = SIZE / 2**20
+    return mib / statistics.median(ups), mib / statistics.median(downs)
+
+
+def pod_cgroup_stats(uid: str) -> dict[str, float]:
+    """CPU seconds the pod's cgroup used (``cpu``) and was throttled (``throttled``), from
+    cgroup v1 (cpuacct and cpu hierarchies) or v2; what is not found is left out."""
+    name = f"pod{uid}"
+    out: dict[str, float] = {}
+    for top in ("/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"):
+        found = next((Path(d) for d, _, _ in os.walk(top) if Path(d).name == name), None)
+        if found is None:
+            continue
+        if (found / "cpuacct.usage").exists():  # v1, nanoseconds
+            out.setdefault("cpu", int((found / "cpuacct.usage").read_text()) / 1e9)
+        if (found / "cpu.stat").exists():
+            fields = dict(line.split() for line in (found / "cpu.stat").read_text().splitlines())
+            if "throttled_time" in fields:  # v1, nanoseconds
+                out.setdefault("throttled", int(fields["throttled_time"]) / 1e9)
+            if "throttled_usec" in fields:  # v2, microseconds
+                out.setdefault("throttled", int(fields["throttled_usec"]) / 1e6)
+            if "usage_usec" in fields:
+                out.setdefault("cpu", int(fields["usage_usec"]) / 1e6)
+    return out
+
+
+def one_ready_pod(node, cpu_limit: str) -> dict | None:
+    """The Glance's one API pod once it alone is Ready with ``cpu_limit`` and the Glance
+    is Ready; else None."""
+    pods = [p for p in glance_pods(node, NAMESPACE, "glance") if pod_ready(p)]
+    limits = [
+        c["resources"].get("limits", {}).get("cpu")
+        for p in pods
+        for c in p["spec"]["containers"]
+        if c["name"] == "glance-api"
+    ]
+    glance = get(node, "glance", "glance", "-n", NAMESPACE)
+    ready = conditions(glance).get("Ready", {}).get("status") == "True"
+    return pods[0] if len(pods) == 1 and limits == [cpu_limit] and ready else None
+
+
+@pytest.fixture(scope="module")
+def loopback(tmp_path_factory, say):
+    stack = Stack(tmp_path_factory.mktemp("loopback"), log=say)
+    try:
+        try:
+            stack.start()
+        except StackError as exc:
+            pytest.fail(f"the loopback Glance did not come up: {exc}", pytrace=False)
+        yield stack
+    finally:
+        stack.stop()
+
+
+def test_an_image_through_the_pods_and_on_loopback(
+    node, operator, services, loopback, tmp_path, say
+):
+    source = tmp_path / "image.raw"
+    source.write_bytes(os.urandom(SIZE))
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    services.create_database("glance_transfer")
+    node.kubectl("create", "namespace", NAMESPACE, check=False)
+    token = services.keystone_token("demo", DEMO_PASSWORD, "demo")
+    lines = []
+
+    loop_token = loopback.keystone_token("demo", DEMO_PASSWORD, "demo")
+    up, down = rounds(loopback.glance_url, loop_token, source, digest)
+    lines.append(f"loopback (e2e, no limit): up {up:.1f} MiB/s, down {down:.1f} MiB/s")
+
+    for label, resources in LIMITS.items():
+        docs = sample_documents(services, NAMESPACE, replicas=1, database="glance_transfer")
+        for doc in docs:
+            if doc["kind"] == "Glance" and resources:
+                doc["spec"]["deployment"]["resources"] = resources
+        apply(node, docs)
+
+        wanted = resources["limits"]["cpu"] if resources else "500m"
+        pod = wait_until(
+            f"one Ready API pod, {label}",
+            lambda wanted=wanted: one_ready_pod(node, wanted),
+            600,
+            interval=2,
+        )
+        service = get(node, "service", "glance", "-n", NAMESPACE)["spec"]["clusterIP"]
+        for path, url in (
+            ("service", f"http://{service}:9292"),
+            ("pod", f"http://{pod['status']['podIP']}:9292"),
+        ):
+            before = pod_cgroup_stats(pod["metadata"]["uid"])
+            up, down = rounds(url, token, source, digest)
+            after = pod_cgroup_stats(pod["metadata"]["uid"])
+            cost = ""
+            if "cpu" in before and "cpu" in after:
+                gib = 2 * ROUNDS * SIZE / 2**30
+                cost = f", API {(after['cpu'] - before['cpu']) / gib:.2f} CPU-s per GiB moved"
+            if "throttled" in before and "throttled" in after:
+                cost += f", throttled {after['throttled'] - before['throttled']:.1f} s"
+            lines.append(f"{label}, {path}: up {up:.1f} MiB/s, down {down:.1f} MiB/s{cost}")
+    say(
+        f"[cluster] {SIZE // 2**20} MiB x {ROUNDS} rounds, medians "
+        f"(load {os.getloadavg()[0]:.1f}):\n  " + "\n  ".join(lines)
+    )
+    node.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
