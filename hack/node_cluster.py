@@ -749,6 +749,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                     "syncFrequency": "10s",
                     "fileCheckFrequency": "10s",
                     "shutdownGracePeriod": "0s",
+                    # The pods' logs in the node's own directory, not /var/log/pods.
+                    "podLogsDir": str(self.workdir / "pod-logs"),
                 }
             )
         )
@@ -909,6 +911,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         # and the node's own chain.
         chains = _remove_chains(lambda chain: chain.startswith("KUBE-") or chain == FORWARD_CHAIN)
         unmounted = _unmount_under(self.workdir, self.layout.run_dir)
+        # The kubelet links every container's log into /var/log/containers.
+        for link in Path("/var/log/containers").glob("*.log"):
+            with contextlib.suppress(OSError):
+                if str(self.workdir) in os.readlink(link):
+                    link.unlink()
         for link in (self.layout.cni_bridge, self.layout.node_bridge):
             _run(["ip", "link", "del", link], check=False)
         _remove_cgroup_tree("kubepods")

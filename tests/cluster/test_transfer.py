@@ -20,11 +20,11 @@ asserted on time; docs/e2e.md keeps the figures and what they say.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
 import statistics
 import time
 import urllib.parse
+from http import client as httpclient
 from pathlib import Path
 
 import pytest
@@ -49,7 +49,7 @@ LIMITS = {
 
 def upload(url: str, token: str, image_id: str, source: Path) -> float:
     parts = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300, blocksize=CHUNK)
+    conn = httpclient.HTTPConnection(parts.hostname, parts.port, timeout=300, blocksize=CHUNK)
     started = time.monotonic()
     with source.open("rb") as body:
         conn.request(
@@ -72,7 +72,7 @@ def upload(url: str, token: str, image_id: str, source: Path) -> float:
 
 def download(url: str, token: str, image_id: str) -> tuple[float, str]:
     parts = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
+    conn = httpclient.HTTPConnection(parts.hostname, parts.port, timeout=300)
     started = time.monotonic()
     conn.request("GET", f"/v2/images/{image_id}/file", headers={"X-Auth-Token": token})
     resp = conn.getresponse()
