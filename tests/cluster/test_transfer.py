@@ -85,9 +85,24 @@ def download(url: str, token: str, image_id: str) -> tuple[float, str]:
     return took, digest.hexdigest()
 
 
-def rounds(url: str, token: str, source: Path, digest: str) -> tuple[float, float]:
-    """Median MiB/s up and down over ``ROUNDS`` rounds; each image deleted after."""
-    ups, downs = [], []
+def rounds(
+    url: str, token: str, source: Path, digest: str, pod_uid: str | None = None
+) -> dict[str, float]:
+    """Median MiB/s up and down over ``ROUNDS`` rounds (each image deleted after); with
+    ``pod_uid``, the pod's CPU seconds per GiB uploaded and downloaded and the seconds it
+    was throttled (its cgroup, around each transfer)."""
+    took = {"up": [], "down": []}
+    cpu = {"up": 0.0, "down": 0.0, "throttled": 0.0}
+
+    def measured(direction: str, transfer):
+        before = pod_cgroup_stats(pod_uid) if pod_uid else {}
+        result = transfer()
+        after = pod_cgroup_stats(pod_uid) if pod_uid else {}
+        for key, field in ((direction, "cpu"), ("throttled", "throttled")):
+            if field in before and field in after:
+                cpu[key] += after[field] - before[field]
+        return result
+
     for n in range(ROUNDS):
         created = http(
             "POST",
@@ -97,13 +112,27 @@ def rounds(url: str, token: str, source: Path, digest: str) -> tuple[float, floa
         )
         assert created.status == 201, created.body
         image_id = created.json()["id"]
-        ups.append(upload(url, token, image_id, source))
-        took, got = download(url, token, image_id)
+        took["up"].append(measured("up", lambda i=image_id: upload(url, token, i, source)))
+        seconds, got = measured("down", lambda i=image_id: download(url, token, i))
         assert got == digest, "the bytes back differ from the bytes sent"
-        downs.append(took)
+        took["down"].append(seconds)
         http("DELETE", f"{url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
-    mib = SIZE / 2**20
-    return mib / statistics.median(ups), mib / statistics.median(downs)
+    mib, gib = SIZE / 2**20, ROUNDS * SIZE / 2**30
+    out = {d: mib / statistics.median(took[d]) for d in ("up", "down")}
+    if pod_uid and pod_cgroup_stats(pod_uid):
+        out |= {f"cpu {d}": cpu[d] / gib for d in ("up", "down")}
+        out["throttled"] = cpu["throttled"]
+    return out
+
+
+def describe(figures: dict[str, float]) -> str:
+    text = f"up {figures['up']:.1f} MiB/s, down {figures['down']:.1f} MiB/s"
+    if "cpu up" in figures:
+        text += (
+            f"; API CPU-s per GiB up {figures['cpu up']:.2f}, down {figures['cpu down']:.2f}; "
+            f"throttled {figures['throttled']:.1f} s"
+        )
+    return text
 
 
 def pod_cgroup_stats(uid: str) -> dict[str, float]:
@@ -168,8 +197,8 @@ def test_an_image_through_the_pods_and_on_loopback(
     lines = []
 
     loop_token = loopback.keystone_token("demo", DEMO_PASSWORD, "demo")
-    up, down = rounds(loopback.glance_url, loop_token, source, digest)
-    lines.append(f"loopback (e2e, no limit): up {up:.1f} MiB/s, down {down:.1f} MiB/s")
+    figures = rounds(loopback.glance_url, loop_token, source, digest)
+    lines.append(f"loopback (e2e, no limit): {describe(figures)}")
 
     for label, resources in LIMITS.items():
         docs = sample_documents(services, NAMESPACE, replicas=1, database="glance_transfer")
@@ -177,7 +206,6 @@ def test_an_image_through_the_pods_and_on_loopback(
             if doc["kind"] == "Glance" and resources:
                 doc["spec"]["deployment"]["resources"] = resources
         apply(node, docs)
-
         wanted = resources["limits"]["cpu"] if resources else "500m"
         pod = wait_until(
             f"one Ready API pod, {label}",
@@ -190,16 +218,8 @@ def test_an_image_through_the_pods_and_on_loopback(
             ("service", f"http://{service}:9292"),
             ("pod", f"http://{pod['status']['podIP']}:9292"),
         ):
-            before = pod_cgroup_stats(pod["metadata"]["uid"])
-            up, down = rounds(url, token, source, digest)
-            after = pod_cgroup_stats(pod["metadata"]["uid"])
-            cost = ""
-            if "cpu" in before and "cpu" in after:
-                gib = 2 * ROUNDS * SIZE / 2**30
-                cost = f", API {(after['cpu'] - before['cpu']) / gib:.2f} CPU-s per GiB moved"
-            if "throttled" in before and "throttled" in after:
-                cost += f", throttled {after['throttled'] - before['throttled']:.1f} s"
-            lines.append(f"{label}, {path}: up {up:.1f} MiB/s, down {down:.1f} MiB/s{cost}")
+            figures = rounds(url, token, source, digest, pod["metadata"]["uid"])
+            lines.append(f"{label}, {path}: {describe(figures)}")
     say(
         f"[cluster] {SIZE // 2**20} MiB x {ROUNDS} rounds, medians "
         f"(load {os.getloadavg()[0]:.1f}):\n  " + "\n  ".join(lines)
