@@ -9,6 +9,7 @@ credential rules), and the runner needs only list, watch, get, patch, create and
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -25,6 +26,11 @@ from runner.settings import SettingsError, parse_settings
 from runner.watches import WatchesError, load_watches
 
 log = logs.Log("main")
+
+STOP_SLACK_SECONDS = 60.0
+"""How long, beyond ``--graceful-shutdown-timeout``, the stop after SIGTERM may take: the
+abandoned passes' kill grace, the warm server's, the Lease release and the servers' close
+take seconds; past this the process dumps its threads' stacks and exits 1."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         name = signal.Signals(signum).name
         if signals == 1:
             log.info("signal received, stopping", signal=name)
+            # A stop that hangs (a pass or a server that does not end) must not keep the
+            # process alive: past the grace period and a minute for the rest, every
+            # thread's stack goes to stderr and the process exits 1.
+            faulthandler.dump_traceback_later(
+                settings.graceful_shutdown_timeout + STOP_SLACK_SECONDS, exit=True
+            )
             manager.stop()
         else:
             log.warning("second signal, abandoning running passes", signal=name)
@@ -71,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    # Every thread's stack on stderr, for a runner that does not answer or does not stop
+    # (`kill -USR1 <pid>`; in a pod, `kubectl exec ... -- kill -USR1 1`): written by the
+    # interpreter itself, so it works while every Python thread is blocked.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     return manager.run()
 
 

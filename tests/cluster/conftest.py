@@ -1,6 +1,7 @@
 """The cluster tier: the operator as users run it, on a real one-node cluster.
 
-Session fixtures, each started once and stopped at the end, also after a failure:
+Package fixtures, each started once and stopped when the tier ends (so a later tier, the
+molecule `node` scenario, finds the machine free), also after a failure:
 
 * ``shell``: docs/cluster.md's commands, each run as written (``DocShell``): the fixtures
   below take theirs from it, and the last test checks that every command the doc shows
@@ -18,7 +19,7 @@ Session fixtures, each started once and stopped at the end, also after a failure
   docs/cluster.md show it, until the manager Deployment is rolled out.
 
 When a test fails, its report gets ``kubectl get pods -A -o wide``, the events and the
-components' log tails; at the end of the session the same goes to ``cluster.log`` in
+components' log tails; when the tier ends the same goes to ``cluster.log`` in
 the session's temporary directory, whose path is printed.
 """
 
@@ -120,7 +121,7 @@ class DocShell:
         return done
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def shell() -> DocShell:
     found = node_cluster.problems()
     if found:
@@ -132,7 +133,7 @@ def shell() -> DocShell:
     return DocShell(assets)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def node(shell, say, tmp_path_factory) -> Iterator[object]:
     cluster = node_cluster.NodeCluster(Path(shell.env["KUBE_ASSETS_DIR"]), say=say)
     log = tmp_path_factory.mktemp("cluster") / "cluster.log"
@@ -159,7 +160,7 @@ def node(shell, say, tmp_path_factory) -> Iterator[object]:
         assert not cluster.workdir.exists(), "make cluster-down left the node's state"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def images(shell, node, say) -> list[str]:
     started = time.monotonic()
     shell.ok("make images")
@@ -172,7 +173,7 @@ def images(shell, node, say) -> list[str]:
     return [OPERATOR_IMAGE, GLANCE_IMAGE]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def services(node, say, tmp_path_factory) -> Iterator[Stack]:
     missing = missing_programs()
     if missing:
@@ -188,7 +189,7 @@ def services(node, say, tmp_path_factory) -> Iterator[Stack]:
         stack.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def operator(shell, node, images, say) -> dict[str, float]:
     """The operator installed as docs/install.md and docs/cluster.md show; the seconds."""
     started = time.monotonic()

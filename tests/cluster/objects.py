@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from cluster.conftest import RELEASE
 from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD, S3_ACCESS_KEY, S3_SECRET_KEY
+
+from cluster.conftest import RELEASE
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "config" / "samples" / "glance_minimal.yaml"

@@ -31,6 +31,9 @@ import time
 from typing import Any
 
 import pytest
+from e2e.glance_http import s3_digest
+from e2e.stack import http
+
 from cluster.conftest import (
     GLANCE_IMAGE,
     OPERATOR_IMAGE,
@@ -47,8 +50,6 @@ from cluster.objects import (
     pod_ready,
     sample_documents,
 )
-from e2e.glance_http import s3_digest
-from e2e.stack import http
 
 NAMESPACE = "openstack"
 GLANCE = "glance"

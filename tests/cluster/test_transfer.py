@@ -28,9 +28,10 @@ from http import client as httpclient
 from pathlib import Path
 
 import pytest
+from e2e.stack import DEMO_PASSWORD, Stack, StackError, http
+
 from cluster.conftest import wait_until
 from cluster.objects import apply, conditions, get, glance_pods, pod_ready, sample_documents
-from e2e.stack import DEMO_PASSWORD, Stack, StackError, http
 
 pytestmark = pytest.mark.cluster
 

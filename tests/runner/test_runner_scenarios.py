@@ -11,6 +11,7 @@ Waits poll with generous timeouts; nothing asserts on how long something took.
 from __future__ import annotations
 
 import http.client
+import signal
 import ssl
 from typing import Any
 
@@ -278,7 +279,7 @@ def test_sigterm_lets_a_running_pass_finish_within_the_grace_period(double_api, 
     api.create_all(sample_documents())
     runner = runners(api, args=("--graceful-shutdown-timeout=90s",))
     runner.wait_for("pass started", controller="glance")
-    assert runner.terminate() == 0
+    assert runner.terminate(timeout=180) == 0, runner.log_tail()
     lines = [(line["msg"], line.get("controller")) for line in runner.lines()]
     finished = lines.index(("pass finished", "glance"))
     assert lines.index(("stopping", None)) < finished < lines.index(("stopped", None))
@@ -291,13 +292,30 @@ def test_sigterm_abandons_a_pass_after_the_grace_period(double_api, runners):
     api.create_all(sample_documents())
     runner = runners(api, args=("--graceful-shutdown-timeout=0s",))
     runner.wait_for("pass started", controller="glance")
-    assert runner.terminate() == 0
+    assert runner.terminate() == 0, runner.log_tail()
     messages = [line["msg"] for line in runner.lines()]
     assert "abandoning running passes" in messages
     assert "pass abandoned" in messages
     assert messages[-1] == "stopped"
     # Ansible was stopped through its process group: nothing of the pass is left running.
     assert not processes_naming(str(runner.runner_dir))
+
+
+def test_sigusr1_writes_every_threads_stack_and_the_runner_goes_on(double_api, runners):
+    runner = runners(double_api)
+    runner.wait_for("informers synced")
+    runner.process.send_signal(signal.SIGUSR1)
+    wait_until(
+        lambda: "in _work" in runner.log_path.read_text(errors="replace"),
+        30,
+        0.1,
+        "the stacks of the runner's worker threads in its log",
+    )
+    text = runner.log_path.read_text(errors="replace")
+    assert "Current thread" in text and "runner/manager.py" in text
+    assert runner.process.poll() is None
+    assert runner.terminate() == 0
+    assert runner.lines()[-1]["msg"] == "stopped"
 
 
 def test_the_webhook_is_served_when_its_certificate_is_there(double_api, runners, tmp_path):

@@ -241,6 +241,12 @@ class RunnerProcess:
                     out.append(record)
         return out
 
+    def log_tail(self, characters: int = 12000) -> str:
+        """The end of the runner's log, for an assertion's message."""
+        if not self.log_path.exists():
+            return "(no log)"
+        return self.log_path.read_text(errors="replace")[-characters:]
+
     def find(self, msg: str, **fields: Any) -> list[dict[str, Any]]:
         return [
             line
@@ -290,7 +296,17 @@ class RunnerProcess:
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # Where it hangs: the runner writes every thread's stack to its log on SIGUSR1.
+            with contextlib.suppress(OSError):
+                self.process.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            raise AssertionError(
+                f"{self.name} did not stop within {timeout}s of SIGTERM; its log ends:\n"
+                f"{self.log_tail()}"
+            ) from None
 
     def kill(self) -> None:
         """SIGKILL the runner and every process of its passes, as a pod kill would."""
@@ -301,8 +317,9 @@ class RunnerProcess:
 
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.terminate(timeout=15)
+                self.process.wait(15)
         self.kill()
 
 
