@@ -119,6 +119,11 @@ cluster-load-images: venv ## Copy the operator image and the Glance image of eac
 	$(NODE_CLUSTER) load-images ghcr.io/c5c3/glance-operator:$(shell sed -n 's/^version: *//p' galaxy.yml) \
 	  $(patsubst %,ghcr.io/c5c3/glance:%,$(GLANCE_RELEASES))
 
+.PHONY: cluster-services
+cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C)
+	PATH="$(KUBE_ASSETS_DIR):$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \
+	  $(BIN)/python -m cluster.serve
+
 .PHONY: cluster-test
 cluster-test: venv e2e-env ## The cluster tier (tests/cluster): images built, installed with kubectl, Glance served from pods
 	$(BIN)/python -m pytest -q tests/cluster

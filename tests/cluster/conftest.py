@@ -70,19 +70,22 @@ def pytest_runtest_makereport(item, call):
 # --- the commands docs/cluster.md shows, run as written ------------------------------------
 
 DOC = ROOT / "docs" / "cluster.md"
+START = "Start it, use it, stop it"
+YOUR_GLANCE = "A Glance of your own"
 
 
-def doc_commands() -> list[str]:
-    """The lines of the ``sh`` block under "Start it, use it, stop it" in docs/cluster.md."""
-    section = DOC.read_text().split("## Start it, use it, stop it", 1)[1]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+def doc_commands(section: str = START) -> list[str]:
+    """The lines of the first ``sh`` block under the heading ``section`` of docs/cluster.md."""
+    text = DOC.read_text().split(f"## {section}\n", 1)[1]
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line.strip() for line in block.splitlines() if line.strip()]
 
 
 class DocShell:
     """Runs docs/cluster.md's commands one by one, as typed in a shell in the checkout:
-    ``KUBE_ASSETS_DIR`` exported (the doc says so), its ``export`` lines kept for the
-    commands after them, none of pytest's or make's variables. Records what it ran."""
+    ``KUBE_ASSETS_DIR`` exported (the doc says so), the ``export`` and ``.`` (source) lines
+    of a block kept for the commands after them, none of pytest's or make's variables.
+    Records what it ran."""
 
     def __init__(self, assets: Path):
         self.env = {
@@ -94,20 +97,28 @@ class DocShell:
         self.env["PATH"] = f"{assets}:{self.env['PATH']}"
         self.ran: list[str] = []
 
-    def run(self, wanted: str) -> subprocess.CompletedProcess:
-        """The doc's one command that starts with ``wanted``, after its ``export`` lines."""
-        commands = doc_commands()
+    def _command(self, wanted: str, section: str) -> list[str]:
+        """``bash -c`` of the block's one command starting with ``wanted``, after the
+        block's ``export`` lines (into the environment) and ``.`` lines (sourced first)."""
+        commands = doc_commands(section)
         found = [c for c in commands if c.startswith(wanted)]
         assert len(found) == 1, f"docs/cluster.md shows {len(found)} commands like {wanted!r}"
         command = found[0]
+        sourced = []
         for line in commands[: commands.index(command)]:
             if line.startswith("export "):
                 name, _, value = line.removeprefix("export ").partition("=")
                 self.env[name] = value
                 self.ran.append(line)
+            elif line.startswith(". "):
+                sourced.append(line)
+                self.ran.append(line)
         self.ran.append(command)
+        return ["bash", "-c", " && ".join([*sourced, command])]
+
+    def run(self, wanted: str, section: str = START) -> subprocess.CompletedProcess:
         return subprocess.run(
-            ["bash", "-c", command],
+            self._command(wanted, section),
             cwd=ROOT,
             env=self.env,
             capture_output=True,
@@ -115,8 +126,22 @@ class DocShell:
             check=False,
         )
 
-    def ok(self, wanted: str) -> subprocess.CompletedProcess:
-        done = self.run(wanted)
+    def start(self, wanted: str, section: str) -> subprocess.Popen:
+        """A command that runs in the foreground until stopped (a second terminal's), in a
+        session of its own: stop it with ``os.killpg(process.pid, SIGINT)``, as Ctrl-C."""
+        return subprocess.Popen(
+            self._command(wanted, section),
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def ok(self, wanted: str, section: str = START) -> subprocess.CompletedProcess:
+        done = self.run(wanted, section)
         assert done.returncode == 0, f"{wanted}:\n{done.stdout[-3000:]}{done.stderr[-5000:]}"
         return done
 

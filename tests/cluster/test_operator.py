@@ -38,7 +38,6 @@ from cluster.conftest import (
     GLANCE_IMAGE,
     OPERATOR_IMAGE,
     OPERATOR_NAMESPACE,
-    doc_commands,
     wait_until,
 )
 from cluster.objects import (
@@ -341,9 +340,3 @@ def test_deleting_the_glance_releases_the_finalizer_and_leaves_nothing(node, rea
 
     wait_until("nothing the Glance owned is left", lambda: owned_left() == [], 180)
     wait_until("no Glance API pod is left", lambda: api_pods(node) == [], 180)
-
-
-def test_every_command_docs_cluster_md_shows_was_run_as_written(shell):
-    """``make cluster-down`` runs when the session ends (the ``node`` fixture)."""
-    assert doc_commands()[-1] == "make cluster-down"
-    assert [c for c in doc_commands() if c not in shell.ran] == ["make cluster-down"]
