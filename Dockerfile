@@ -3,7 +3,7 @@
 #
 #   docker build -t ghcr.io/c5c3/glance-operator:0.1.0 .
 #
-# The build context is the
+# or `make images` (docs/install.md, "Building the images"). The build context is the
 # repository root (.dockerignore keeps local state, tests and the images' directories out).
 # Python packages come only from requirements-runtime.txt, the runtime subset of
 # requirements.txt at the same pins (pip --no-deps, wheels only: the list is the whole set,
