@@ -99,6 +99,8 @@ SLIM_DPKG_OPTIONS = (
     "path-exclude=/usr/share/groff/*",
     "path-exclude=/usr/share/lintian/*",
 )
+# mmdebstrap's hooks that set up merged /usr with directory symlinks (usr-is-merged).
+MERGED_USR_HOOKS = Path("/usr/share/mmdebstrap/hooks/merged-usr")
 # Left out of the CPython copied into the local base (the public image has no tests either).
 PRUNED_DIRS = {"test", "tests", "idle_test", "idlelib", "tkinter", "turtledemo", "__pycache__"}
 PRUNED_FILES = re.compile(r".*\.py[co]|libpython.*\.a|_tkinter\..*\.so|idle.*|python.*-gdb\.py")
@@ -557,6 +559,12 @@ def extra_certificates(ca_dir: Path) -> list[Path]:
 
 def mmdebstrap_command(suite: str, hook: Path, output: Path) -> list[str]:
     command = ["mmdebstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES)]
+    # Without recommended packages, as the public images install theirs; merged /usr set up
+    # as debootstrap (and so Debian's images) does, not by the usrmerge package, which
+    # brings perl.
+    command.append('--aptopt=APT::Install-Recommends "false"')
+    if MERGED_USR_HOOKS.is_dir():
+        command.append(f"--hook-dir={MERGED_USR_HOOKS}")
     command += [f"--dpkgopt={option}" for option in SLIM_DPKG_OPTIONS]
     return [*command, f"--customize-hook={hook}", suite, str(output)]
 
