@@ -1,15 +1,17 @@
-# syntax=docker/dockerfile:1.7
 # The operator image: the runner (python3 -m runner) with the c5c3.glance collection it
 # runs, as config/manager's Deployment starts it.
 #
 #   docker build -t ghcr.io/c5c3/glance-operator:0.1.0 .
 #
-# The build context is the repository root (.dockerignore keeps local state, tests and
-# the Glance image out). Python packages come only from requirements-runtime.txt, the
-# runtime subset of requirements.txt at the same pins (pip --no-deps, wheels only: the list
-# is the whole set, and pip check proves it); no test or lint tool enters the image. The collection is built from this checkout and installed where ansible-runner
-# finds it, /usr/share/ansible/collections. Runs as 65532:65532, the uid the manager
-# Deployment sets; everything it writes goes to /tmp (an emptyDir in the pod).
+# or `make images` (docs/install.md, "Building the images"). The build context is the
+# repository root (.dockerignore keeps local state, tests and the images' directories out).
+# Python packages come only from requirements-runtime.txt, the runtime subset of
+# requirements.txt at the same pins (pip --no-deps, wheels only: the list is the whole set,
+# and pip check proves it); no test or lint tool enters the image. The collection is built
+# from this checkout and installed where ansible-runner finds it,
+# /usr/share/ansible/collections. Runs as 65532:65532, the uid the manager Deployment sets;
+# everything it writes goes to /tmp (an emptyDir in the pod). No BuildKit-only syntax: the
+# classic builder builds it too (tests/install/test_build_contexts.py).
 
 # A pinned patch release; pin the digest as well (python:3.12.13-slim-trixie@sha256:...)
 # where the registry is reachable when this file is changed.

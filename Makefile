@@ -12,7 +12,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 COLLECTION_LINK := .collections/ansible_collections/c5c3/glance
 SAMPLES := config/samples/glance_minimal.yaml config/samples/glance_full.yaml
-# The Glance releases `make glance-venvs` builds: every images/glance/requirements/<release>.txt.
+# The Glance releases `make glance-venvs` and `make images` build: every
+# images/glance/requirements/<release>.txt.
 GLANCE_RELEASES ?= $(patsubst images/glance/requirements/%.txt,%,$(wildcard images/glance/requirements/*.txt))
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -94,6 +95,18 @@ promtool: ## Unpack promtool from Debian's prometheus package into .venv/promtoo
 .PHONY: e2e
 e2e: venv e2e-env ## The rendered Glance against real Keystone, MariaDB and S3 (tests/e2e)
 	$(BIN)/python -m pytest -q tests/e2e
+
+# The images (hack/images.py, docs/install.md "Building the images"): the operator image and
+# the Glance image of each GLANCE_RELEASES, in the local Docker daemon. IMAGES_BASE: auto
+# (the public Python base where it can be pulled, else a local one made here), public or
+# local. IMAGES_NETWORK: docker build --network (empty: Docker's default).
+IMAGES_BASE ?= auto
+IMAGES_NETWORK ?= host
+.PHONY: images
+images: ## Build the operator image and the Glance image of each GLANCE_RELEASES in Docker (IMAGES_BASE, IMAGES_NETWORK; docs/install.md)
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
+	$(PYTHON312) hack/images.py --base "$(IMAGES_BASE)" --network "$(IMAGES_NETWORK)" \
+	  --python $(PYTHON312) $(GLANCE_RELEASES)
 
 # The one-node cluster (hack/node_cluster.py, docs/cluster.md): the Kubernetes binaries from
 # KUBE_ASSETS_DIR, Debian's containerd, runc, CNI plugins, iptables and conntrack; as root.

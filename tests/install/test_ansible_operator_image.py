@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.api_env import sample_documents
+from support.dockerfiles import ignore_patterns, ignored
 from support.fake_apiserver import FakeAPIServer
 from support.playbook_run import run_playbook
 
@@ -48,7 +49,8 @@ from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import Kub
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_DIR = ROOT / "images" / "ansible-operator"
 DOCKERFILE = IMAGE_DIR / "Dockerfile"
-DOCKERIGNORE = IMAGE_DIR / "Dockerfile.dockerignore"
+# Its build context is the repository root: the root .dockerignore applies (both builders).
+DOCKERIGNORE = ROOT / ".dockerignore"
 REQUIREMENTS = IMAGE_DIR / "requirements.yml"
 HOME = "/opt/ansible"  # fact 2
 BASE = re.compile(
@@ -163,37 +165,14 @@ def test_galaxy_collections_are_installed_as_the_scaffold_does():
     )
 
 
-def _docker_ignored(relative: str, patterns: list[str]) -> bool:
-    """Docker's rule: the last pattern matching the path or a folder above it decides."""
-    parts = relative.split("/")
-    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
-    verdict = False
-    for pattern in patterns:
-        exception = pattern.startswith("!")
-        body = pattern.lstrip("!").strip("/")
-        regex = re.compile(
-            re.escape(body).replace(r"\*\*/", "(.*/)?").replace(r"\*", "[^/]*").replace(r"\?", ".")
-        )
-        if any(regex.fullmatch(p) for p in prefixes):
-            verdict = not exception
-    return verdict
-
-
 def test_the_build_context_holds_what_the_dockerfile_copies():
-    lines = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()]
-    patterns = [line for line in lines if line and not line.startswith("#")]
-    root = [
-        line.strip()
-        for line in (ROOT / ".dockerignore").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    assert set(root) <= set(patterns), "the root .dockerignore's exclusions all apply"
+    patterns = ignore_patterns(DOCKERIGNORE)
     for source in context_copies().values():
-        assert not _docker_ignored(source.rstrip("/"), patterns), source
+        assert not ignored(source.rstrip("/"), patterns), source
     for path in ("requirements-runtime.txt", "galaxy.yml", "plugins/modules/apply.py"):
-        assert not _docker_ignored(path, patterns), path
+        assert not ignored(path, patterns), path
     for path in ("tests/unit", ".venv/bin/python", "molecule/default", "images/glance/Dockerfile"):
-        assert _docker_ignored(path, patterns), path
+        assert ignored(path, patterns), path
 
 
 def test_the_playbooks_read_the_variables_ansible_operator_passes():

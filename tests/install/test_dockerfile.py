@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import dockerfiles
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -116,50 +117,18 @@ def copies(stage: int | None = None) -> list[tuple[list[str], str]]:
 
 
 def ignore_patterns() -> list[str]:
-    lines = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()]
-    patterns = [line for line in lines if line and not line.startswith("#")]
-    assert not any(p.startswith("!") for p in patterns), "exceptions are not handled here"
-    return patterns
-
-
-def _regex(pattern: str) -> re.Pattern:
-    out, i = "", 0
-    pattern = pattern.strip("/")
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out, i = out + "(.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
-        elif pattern[i] == "[":
-            end = pattern.index("]", i)
-            out, i = out + pattern[i : end + 1], end + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out)
+    return dockerfiles.ignore_patterns(DOCKERIGNORE)
 
 
 def ignored(relative: str, patterns: list[str]) -> bool:
-    """Docker leaves a path out when it, or a folder above it, matches a pattern."""
-    parts = relative.strip("/").split("/")
-    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
-    return any(_regex(p).fullmatch(prefix) for p in patterns for prefix in prefixes)
+    return dockerfiles.ignored(relative, patterns)
 
 
 def build_context(target: Path) -> None:
     """Copy the checkout as Docker would send it: every file .dockerignore leaves in."""
-    patterns = ignore_patterns()
-    for folder, subfolders, files in os.walk(ROOT):
-        base = Path(folder).relative_to(ROOT)
-        subfolders[:] = [d for d in subfolders if not ignored((base / d).as_posix(), patterns)]
-        for name in files:
-            relative = (base / name).as_posix()
-            if not ignored(relative, patterns):
-                (target / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / relative, target / relative)
+    for relative in dockerfiles.context_files(ROOT, ignore_patterns()):
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / relative, target / relative)
 
 
 # --- the tests ----------------------------------------------------------------------------------
