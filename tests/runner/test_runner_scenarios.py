@@ -98,7 +98,7 @@ def test_the_minimal_sample_converges(api, runners):
     assert runner.metric_total("controller_runtime_reconcile_total", controller="glance") > 0
     assert runner.metric_total("glance_operator_playbook_runs_total", status="successful") > 0
     assert runner.metric_total("controller_runtime_reconcile_total", result="error") == 0
-    # Through the warm server (runner/warm.py), which imported everything it should.
+    # Through the warm server (runner/passes/warm.py), which imported everything it should.
     [ready] = runner.find("warm server ready")
     assert ready["skipped"] == []
     assert runner.find("pass finished", warm=True)
@@ -195,7 +195,7 @@ def kill_mid_pass(api, runner, trigger) -> None:
     trigger()
     runner.wait_for("pass started", controller="glance", after=passes)
     runner.kill()
-    assert not processes_naming(str(runner.runner_dir))
+    assert not processes_naming(str(runner.passes.runner_dir))
     started = len(runner.find("pass started", controller="glance"))
     finished = len(runner.find("pass finished", controller="glance"))
     assert finished < started  # the last pass never finished
@@ -284,7 +284,7 @@ def test_sigterm_lets_a_running_pass_finish_within_the_grace_period(double_api, 
     finished = lines.index(("pass finished", "glance"))
     assert lines.index(("stopping", None)) < finished < lines.index(("stopped", None))
     assert not runner.find("pass abandoned")
-    assert not processes_naming(str(runner.runner_dir))
+    assert not processes_naming(str(runner.passes.runner_dir))
 
 
 def test_sigterm_abandons_a_pass_after_the_grace_period(double_api, runners):
@@ -298,7 +298,7 @@ def test_sigterm_abandons_a_pass_after_the_grace_period(double_api, runners):
     assert "pass abandoned" in messages
     assert messages[-1] == "stopped"
     # Ansible was stopped through its process group: nothing of the pass is left running.
-    assert not processes_naming(str(runner.runner_dir))
+    assert not processes_naming(str(runner.passes.runner_dir))
 
 
 def test_sigusr1_writes_every_threads_stack_and_the_runner_goes_on(double_api, runners):
