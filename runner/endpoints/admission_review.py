@@ -72,7 +72,7 @@ CAUSE_TYPES = {
     fe.UNKNOWN_FIELD: "FieldValueInvalid",
 }
 
-log = logging.getLogger("runner.endpoints.webhook")
+log = logging.getLogger("runner.webhook")
 
 BackendLister = Callable[[str], Iterable[Mapping[str, Any]]]
 PriorityClassLookup = Callable[[str], bool]

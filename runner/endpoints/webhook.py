@@ -61,7 +61,8 @@ STOP_GRACE = 5.0
 
 BACKEND_API_VERSION = "glance.openstack.c5c3.io/v1alpha1"
 
-log = logging.getLogger("runner.endpoints.webhook")
+# The logger keeps the name it had before runner/endpoints/: log queries and docs name it.
+log = logging.getLogger("runner.webhook")
 
 
 def log_event(message: str, level: int = logging.INFO, /, **fields: Any) -> None:

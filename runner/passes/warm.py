@@ -338,17 +338,19 @@ def _warm_collection(paths: list[str], scan_sys_path: bool) -> list[str]:
     imported = []
     try:
         package = importlib.import_module(f"{COLLECTION}.plugins.module_utils")
-        for entry in sorted(Path(next(iter(package.__path__))).glob("*.py")):
+        root = Path(next(iter(package.__path__)))
+        # Every floor's files (docs/architecture.md): module_utils/<floor>/<file>.py.
+        for entry in sorted(root.glob("*/*.py")):
             if entry.stem != "__init__":
-                imported.append(
-                    importlib.import_module(f"{package.__name__}.{entry.stem}").__name__
-                )
-        cel = importlib.import_module(f"{package.__name__}.cel_validation")
-        files = importlib.import_module(f"{package.__name__}.collection_files")
+                name = ".".join((package.__name__, entry.parent.name, entry.stem))
+                imported.append(importlib.import_module(name).__name__)
+        cel = importlib.import_module(f"{package.__name__}.admission.cel_validation")
+        files = importlib.import_module(f"{package.__name__}.admission.collection_files")
         files.load_catalogs()
         for rule in cel.crd_rules(files.load_crds()):
             cel.compile_rule(rule)
-        importlib.import_module(f"{package.__name__}.role_templates").compile_templates()
+        templates = importlib.import_module(f"{package.__name__}.desired.role_templates")
+        templates.compile_templates()
         # ansible.builtin's routing (ansible/config/ansible_builtin_runtime.yml, ~10,000
         # lines of YAML: 0.18 CPU-s) is read when the package is imported and kept on it.
         imported.append(importlib.import_module(BUILTIN_COLLECTION).__name__)

@@ -195,7 +195,7 @@ def kill_mid_pass(api, runner, trigger) -> None:
     trigger()
     runner.wait_for("pass started", controller="glance", after=passes)
     runner.kill()
-    assert not processes_naming(str(runner.passes.runner_dir))
+    assert not processes_naming(str(runner.runner_dir))
     started = len(runner.find("pass started", controller="glance"))
     finished = len(runner.find("pass finished", controller="glance"))
     assert finished < started  # the last pass never finished
@@ -284,7 +284,7 @@ def test_sigterm_lets_a_running_pass_finish_within_the_grace_period(double_api, 
     finished = lines.index(("pass finished", "glance"))
     assert lines.index(("stopping", None)) < finished < lines.index(("stopped", None))
     assert not runner.find("pass abandoned")
-    assert not processes_naming(str(runner.passes.runner_dir))
+    assert not processes_naming(str(runner.runner_dir))
 
 
 def test_sigterm_abandons_a_pass_after_the_grace_period(double_api, runners):
@@ -298,7 +298,7 @@ def test_sigterm_abandons_a_pass_after_the_grace_period(double_api, runners):
     assert "pass abandoned" in messages
     assert messages[-1] == "stopped"
     # Ansible was stopped through its process group: nothing of the pass is left running.
-    assert not processes_naming(str(runner.passes.runner_dir))
+    assert not processes_naming(str(runner.runner_dir))
 
 
 def test_sigusr1_writes_every_threads_stack_and_the_runner_goes_on(double_api, runners):

@@ -152,8 +152,8 @@ def test_the_warm_up_reads_no_configuration_and_skips_nothing():
     assert report_["skipped"] == []
     assert report_["configuration_imported"] == []
     module_utils = "ansible_collections.c5c3.glance.plugins.module_utils"
-    assert f"{module_utils}.pass_inputs" in report_["collection"]
-    assert f"{module_utils}.kube_client" in report_["collection"]
+    assert f"{module_utils}.passes.pass_inputs" in report_["collection"]
+    assert f"{module_utils}.kube.kube_client" in report_["collection"]
 
 
 CONFIGURATION_PROBE = """

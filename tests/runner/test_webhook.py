@@ -915,7 +915,7 @@ def _records(caplog, uid, deadline=5.0):
         lines = [
             json.loads(r.getMessage())
             for r in caplog.records
-            if r.name == "runner.endpoints.webhook"
+            if r.name == "runner.webhook"
         ]
         found = [line for line in lines if line.get("uid") == uid]
         if found:
@@ -925,7 +925,7 @@ def _records(caplog, uid, deadline=5.0):
 
 
 def test_every_request_is_one_json_log_line(webhook, caplog):
-    caplog.set_level(logging.INFO, logger="runner.endpoints.webhook")
+    caplog.set_level(logging.INFO, logger="runner.webhook")
     obj = patched(GLANCE, {"spec": {"dbPurge": {"retentionDays": 0}}})
     webhook.validate("Glance", obj, uid="log-uid-1")
     lines = _records(caplog, "log-uid-1")
@@ -1079,7 +1079,7 @@ def test_python_m_runner_webhook_serves_until_sigterm(tmp_path):
         [
             sys.executable,
             "-m",
-            "runner.endpoints.webhook",
+            "runner.webhook",
             "--cert-dir",
             str(certs.directory),
             "--bind-address",
