@@ -912,11 +912,7 @@ def test_a_real_oversized_body_is_refused_and_the_limit_is_inclusive(tls):
 def _records(caplog, uid, deadline=5.0):
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        lines = [
-            json.loads(r.getMessage())
-            for r in caplog.records
-            if r.name == "runner.webhook"
-        ]
+        lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "runner.webhook"]
         found = [line for line in lines if line.get("uid") == uid]
         if found:
             return found
