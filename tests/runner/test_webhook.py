@@ -1075,7 +1075,7 @@ def test_python_m_runner_webhook_serves_until_sigterm(tmp_path):
         [
             sys.executable,
             "-m",
-            "runner.webhook",
+            "runner.endpoints.webhook",
             "--cert-dir",
             str(certs.directory),
             "--bind-address",
