@@ -66,7 +66,7 @@ ENV PATH=/opt/venv/bin:${PATH} \
 RUN set -eu; \
     python -m compileall -q /opt/operator/runner; \
     ansible-doc -t filter c5c3.glance.judge_input >/dev/null; \
-    python -c "from ansible_collections.c5c3.glance.plugins.module_utils import collection_files as f; assert f.load_crds() and f.load_catalogs()"; \
+    python -c "from ansible_collections.c5c3.glance.plugins.module_utils.admission import collection_files as f; assert f.load_crds() and f.load_catalogs()"; \
     python -c "import yaml; assert yaml.safe_load(open('/opt/operator/watches.yaml'))"; \
     test -d /opt/operator/runner -a -d /opt/operator/playbooks; \
     rm -rf /tmp/.ansible /tmp/ansible

@@ -16,14 +16,14 @@ import signal
 import sys
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (
     KubeClient,
     KubeConfigError,
 )
 from runner import logs
+from runner.kube.watches import WatchesError, load_watches
 from runner.manager import Manager
 from runner.settings import SettingsError, parse_settings
-from runner.watches import WatchesError, load_watches
 
 log = logs.Log("main")
 

@@ -49,26 +49,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils import (
-    glancebackend_pass,
-    live_state,
-    upgrade,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import KINDS
-from runner.extravars import RunOutcome
-from runner.metrics import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import upgrade
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import KINDS
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import glancebackend_pass
+from runner.endpoints.metrics import (
     RESULT_ERROR,
     RESULT_REQUEUE,
     RESULT_REQUEUE_AFTER,
     RESULT_SUCCESS,
 )
-from runner.metrics_feed import job_facts
-from runner.watches import Watch
-from runner.workqueue import HIGH_PRIORITY, LOW_PRIORITY, ObjectKey
-
-ADDED = "ADDED"
-MODIFIED = "MODIFIED"
-DELETED = "DELETED"
+from runner.endpoints.metrics_feed import job_facts
+from runner.kube.informer import ADDED, DELETED
+from runner.kube.watches import Watch
+from runner.kube.workqueue import HIGH_PRIORITY, LOW_PRIORITY, ObjectKey
+from runner.passes.extravars import RunOutcome
 
 DEPENDENT_KINDS: tuple[tuple[str, str], ...] = tuple(
     dict.fromkeys((kind.api_version, kind.kind) for kind in KINDS.values())
@@ -226,8 +221,9 @@ def _predicate_digest(obj: Mapping[str, Any]) -> str:
 def compact_dependent(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The informer's cache entry of a dependent (its transform): identity, owner
     references, the predicate's digest, the readiness; for a Job also its labels, creation
-    time and terminal condition (``job``: what ``runner.metrics_feed.DbJobCounter`` counts);
-    for a Deployment the backends Secret it mounts (``mounts``, :func:`mount_change`)."""
+    time and terminal condition (``job``: what
+    ``runner.endpoints.metrics_feed.DbJobCounter`` counts); for a Deployment the backends
+    Secret it mounts (``mounts``, :func:`mount_change`)."""
     meta = _meta(obj)
     entry = {
         "apiVersion": obj.get("apiVersion"),

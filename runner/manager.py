@@ -1,13 +1,13 @@
 """The runner's main loop: controllers for the watches, leader election, endpoints, shutdown.
 
 One **controller** per ``watches.yaml`` entry (named after its lower-case kind): a work queue
-(``runner.workqueue``: level-triggered, one pass per key at a time, per-key exponential
+(``runner.kube.workqueue``: level-triggered, one pass per key at a time, per-key exponential
 backoff capped at ``--max-backoff``), worker threads (``max_concurrent_reconciles`` of the
 kind), and a ``Reconciler``. The passes of all kinds share ``--max-concurrent-reconciles``
 slots: an ansible-playbook run is CPU-bound, so the process never runs more at once than
 the CPUs it may use (ansible-operator bounds each kind alone; with two kinds that ran twice
 as many processes as CPUs, for longer passes and twice the memory). A freed slot goes to
-the waiting pass of the highest priority (``runner.workqueue.PassSlots``): the passes
+the waiting pass of the highest priority (``runner.kube.workqueue.PassSlots``): the passes
 events asked for before the polls.
 
 **Informers** feed the queues: one per watched kind and one per dependent
@@ -16,7 +16,7 @@ kind (filtered by ``--dependent-label-selector``), in each watched namespace or 
 
 Life of the process:
 
-1. the runner dir is claimed (``runner.runner_dir``: a private dir of the process, or the
+1. the runner dir is claimed (``runner.passes.runner_dir``: a private dir of the process, or the
    explicit ``--runner-dir`` locked by one process), the health and metrics endpoints and
    the admission webhook (when its cert dir has a certificate) start;
 2. with leader election, the process waits for the Lease; a standby serves the webhook and
@@ -42,20 +42,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner import controller as ctl
-from runner.extravars import RunOutcome
-from runner.informer import Informer
-from runner.leader import LeaderElector
-from runner.logs import Log
-from runner.metrics import RunnerMetrics
-from runner.metrics_feed import DbJobCounter, GlanceConditions, UpgradePhaseTimer, observe_pass
-from runner.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
-from runner.probes import EndpointServer, check
-from runner.reconciler import Reconciled, Reconciler
-from runner.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
-from runner.settings import Settings
-from runner.warm import WarmServer
-from runner.watches import Watch, max_concurrent_reconciles
-from runner.workqueue import (
+from runner.endpoints.metrics import RunnerMetrics
+from runner.endpoints.metrics_feed import (
+    DbJobCounter,
+    GlanceConditions,
+    UpgradePhaseTimer,
+    observe_pass,
+)
+from runner.endpoints.probes import EndpointServer, check
+from runner.kube.informer import Informer
+from runner.kube.leader import LeaderElector
+from runner.kube.watches import Watch, max_concurrent_reconciles
+from runner.kube.workqueue import (
     HIGH_PRIORITY,
     MonotonicClock,
     ObjectKey,
@@ -64,6 +62,13 @@ from runner.workqueue import (
     WorkQueue,
     default_rate_limiter,
 )
+from runner.logs import Log
+from runner.passes.extravars import RunOutcome
+from runner.passes.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
+from runner.passes.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
+from runner.passes.warm import WarmServer
+from runner.reconciler import Reconciled, Reconciler
+from runner.settings import Settings
 
 log = Log("manager")
 
@@ -274,7 +279,7 @@ class Manager:
                 return False
             if not ((cert_dir / "tls.crt").is_file() and (cert_dir / "tls.key").is_file()):
                 return False
-            from runner.webhook import WebhookServer
+            from runner.endpoints.webhook import WebhookServer
 
             self.webhook = WebhookServer.with_client(
                 self.client,
@@ -287,7 +292,7 @@ class Manager:
     def _start_cert_rotator(self) -> None:
         """The operator's own webhook certificate (``config/selfsigned``): checked now, then
         every few minutes; the webhook is served after the first check that succeeds."""
-        from runner.webhook_certs import CertRotator
+        from runner.endpoints.webhook_certs import CertRotator
 
         settings = self.settings
         self.cert_rotator = CertRotator(
@@ -586,7 +591,7 @@ class Manager:
 class _SlotExecutor:
     """The playbook runner behind the process-wide pass slots, counting runs per controller
     and status for ``/metrics``; with ``step_metrics`` (the Glance controller) each finished
-    run's steps are observed too (``runner.metrics_feed.observe_pass``). A pass waits for
+    run's steps are observed too (``runner.endpoints.metrics_feed.observe_pass``). A pass waits for
     its slot at the priority its key was handed out with (``priority_of``)."""
 
     def __init__(

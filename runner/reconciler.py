@@ -31,13 +31,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import ApiError
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import ApiError
 from runner import controller
 from runner.controller import Requeue
-from runner.extravars import RunOutcome
+from runner.kube.watches import Watch, reconcile_period
+from runner.kube.workqueue import ObjectKey
 from runner.logs import Log
-from runner.watches import Watch, reconcile_period
-from runner.workqueue import ObjectKey
+from runner.passes.extravars import RunOutcome
 
 RELEASE_ATTEMPTS = 3
 
@@ -48,7 +48,7 @@ class PassExecutor(Protocol):
     def run(
         self, watch: Watch, key: ObjectKey, obj: Mapping[str, Any], cancel: threading.Event
     ) -> Any:
-        """A ``runner.playbook.PassRun`` (``outcome``, ``status``, ``cancelled``, ``seconds``)."""
+        """A ``runner.passes.playbook.PassRun``: outcome, status, cancelled, seconds."""
 
     def forget(self, watch: Watch, key: ObjectKey) -> None:
         """The object is gone: drop what is kept for it."""

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ansible_collections.c5c3.glance.plugins.module_utils import go_duration
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics import go_duration
 
 DEFAULT_RECONCILE_PERIOD = 10 * 3600.0
 """ansible-operator's ``--reconcile-period`` default (10h): a pass per object even when
@@ -73,20 +73,20 @@ class Settings:
     webhook_port: int
     webhook_cert_dir: Path
     runner_dir: Path | None
-    """``None``: a private dir of the process (``runner.runner_dir``)."""
+    """``None``: a private dir of the process (``runner.passes.runner_dir``)."""
     ansible_verbosity: int
     dependent_label_selector: str
     log_level: str
     warm_passes: bool = True
     webhook_cert_secret: str | None = None
     """The Secret (in the operator's namespace) where the operator keeps the webhook's CA
-    and serving certificate, made and renewed by itself (``runner.webhook_certs``);
+    and serving certificate, made and renewed by itself (``runner.endpoints.webhook_certs``);
     ``None``: the certificate is put into ``webhook_cert_dir`` by someone else
     (cert-manager)."""
     webhook_service: str = ""
     mutating_webhook_configuration: str = ""
     validating_webhook_configuration: str = ""
-    """Passes through the warm fork server (``runner/warm.py``); false: a cold
+    """Passes through the warm fork server (``runner/passes/warm.py``); false: a cold
     ``ansible-playbook`` per pass."""
 
 

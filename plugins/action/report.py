@@ -5,7 +5,7 @@ the module c5c3.glance.report holds its documentation and argument spec."""
 
 from __future__ import annotations
 
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_steps
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_steps
 from ansible_collections.c5c3.glance.plugins.plugin_utils.in_process_step import InProcessStep
 
 

@@ -58,11 +58,11 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (
     describe,
     error_lines,
     judge_documents,

@@ -41,8 +41,12 @@ _value:
   type: str
 """
 
-from ansible_collections.c5c3.glance.plugins.module_utils.manifest_yaml import dump_documents
-from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import manifest_sort_key
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.manifest_yaml import (
+    dump_documents,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import (
+    manifest_sort_key,
+)
 
 
 def manifest_documents(objects, sort=True):

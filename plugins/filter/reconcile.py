@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_inputs
 from ansible_collections.c5c3.glance.plugins.plugin_utils.untemplated import untemplated
 
 

@@ -75,14 +75,14 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (
     read_input,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import build_plan
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import build_plan
 
 
 def render_plan(text):

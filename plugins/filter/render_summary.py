@@ -37,8 +37,8 @@ _value:
   elements: str
 """
 
-from ansible_collections.c5c3.glance.plugins.module_utils.manifest_yaml import plain
-from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import summarize
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.manifest_yaml import plain
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import summarize
 
 
 def render_summary(plan, manifests):

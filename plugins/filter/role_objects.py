@@ -14,8 +14,8 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.c5c3.glance.plugins.module_utils import role_templates
-from ansible_collections.c5c3.glance.plugins.module_utils.pass_inputs import plain
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import role_templates
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.pass_inputs import plain
 from ansible_collections.c5c3.glance.plugins.plugin_utils.untemplated import untemplated
 
 

@@ -64,7 +64,7 @@ api_requests:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_steps as ps
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_steps as ps
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ zipped, sent, unpacked, imported) for every task; these steps only talk HTTPS to
 server, which the controller can do itself. So on a local connection (every playbook of
 the collection: ``hosts: localhost``, ``connection: local``) the action plugin validates
 the task's arguments against the module's argument spec and runs the step
-(``module_utils.pass_steps``) here; on any other connection it runs the module as
+(``module_utils.passes.pass_steps``) here; on any other connection it runs the module as
 before. The result is the same either way, and the task's name, ``register``,
 ``no_log``, check mode and the runner's events do not change.
 
@@ -36,15 +36,16 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_inputs, role_templates
-from ansible_collections.c5c3.glance.plugins.module_utils.cel_validation import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.cel_validation import (
     compile_rule,
     crd_rules,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     load_catalogs,
     load_crds,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import role_templates
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_inputs
 
 LOCAL_CONNECTIONS = frozenset({"local", "ansible.builtin.local"})
 

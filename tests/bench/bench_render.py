@@ -25,14 +25,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (  # noqa: E402
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import (  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (  # noqa: E402
     split_documents,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import build_plan  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import build_plan  # noqa: E402
 
 SAMPLE = ROOT / "config" / "samples" / "glance_full.yaml"
 

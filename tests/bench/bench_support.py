@@ -10,7 +10,7 @@
   figures it is printed next to, on the same loaded machine.
 * ``timed(fn, warm)``: wall and CPU seconds (this process and its reaped children, and
   with ``warm`` the warm server and the passes it forked and reaped) of a call.
-* ``warm_server(work)``: the runner's warm fork server (``runner.warm``), started with the
+* ``warm_server(work)``: the runner's warm fork server (``runner.passes.warm``), started with the
   environment a pass gets, stopped on exit.
 """
 
@@ -36,14 +36,14 @@ from support.api_env import ApiEnv, HealthServer  # noqa: E402
 from support.fake_apiserver import FakeAPIServer  # noqa: E402
 from support.playbook_run import run_playbook  # noqa: E402
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (  # noqa: E402
     COLLECTION_ROOT,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (  # noqa: E402
     KubeClient,
 )
-from runner.warm import WarmServer  # noqa: E402
+from runner.passes.warm import WarmServer  # noqa: E402
 
 FLOOR_PLAY = """\
 - name: One task

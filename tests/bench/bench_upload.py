@@ -50,7 +50,7 @@ for entry in (ROOT / "tests", ROOT / ".collections", ROOT):
 
 from e2e.stack import DEMO_PASSWORD, Stack, StackError, free_port, missing_programs  # noqa: E402
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired_objects import (  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.desired_objects import (  # noqa: E402
     API_PORT,
     uwsgi_command,
 )

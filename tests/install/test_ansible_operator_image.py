@@ -44,7 +44,7 @@ from support.dockerfiles import ignore_patterns, ignored
 from support.fake_apiserver import FakeAPIServer
 from support.playbook_run import run_playbook
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_DIR = ROOT / "images" / "ansible-operator"

@@ -277,7 +277,7 @@ def test_dockerignore_keeps_local_state_out_and_the_build_inputs_in():
         "requirements.txt",
         "requirements-runtime.txt",
         "meta/runtime.yml",
-        "plugins/module_utils/collection_files.py",
+        "plugins/module_utils/admission/collection_files.py",
         "roles",
         "playbooks/render.yml",
         "config/crd/bases/glance.openstack.c5c3.io_glances.yaml",
@@ -319,7 +319,7 @@ def test_the_collection_builds_and_installs_from_the_docker_build_context(tmp_pa
     for needed in (
         "config/crd/bases/glance.openstack.c5c3.io_glances.yaml",
         "config/crd/bases/glance.openstack.c5c3.io_glancebackends.yaml",
-        "plugins/module_utils/collection_files.py",
+        "plugins/module_utils/admission/collection_files.py",
         "meta/runtime.yml",
     ):
         assert (installed / needed).is_file(), needed

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from kube_harness import assets_dir, started_apiserver
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    load_crds,
+)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,11 +12,15 @@ from kube_harness import ApiError
 from support.builders import BACKEND, GLANCE, patched
 from support.crd_rule_cases import RULES
 
-from ansible_collections.c5c3.glance.plugins.module_utils import openapi_schema
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import schema_and_cel
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import default_glance
-from ansible_collections.c5c3.glance.plugins.module_utils.glancebackend_admission import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import openapi_schema
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import schema_and_cel
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    load_crds,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admission import (
+    default_glance,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glancebackend_admission import (
     default_glancebackend,
 )
 

@@ -14,7 +14,9 @@ import pytest
 from integration.kube_harness import started_apiserver
 from support.api_env import api_env
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    load_crds,
+)
 
 
 @pytest.fixture(scope="session")

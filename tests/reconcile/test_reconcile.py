@@ -14,10 +14,10 @@ import base64
 from support.api_env import ApiEnv, sample_documents
 from support.fake_apiserver import FakeAPIServer
 
-from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     CONFIG_BASE_LABEL,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
 
 GATHER = "c5c3.glance.gather"
 APPLY = "c5c3.glance.apply"

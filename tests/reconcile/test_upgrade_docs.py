@@ -18,7 +18,9 @@ import subprocess
 import pytest
 from support.api_env import sample_documents
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    COLLECTION_ROOT,
+)
 
 DOC = COLLECTION_ROOT / "docs" / "upgrades.md"
 GATHER_ONLY = ["c5c3.glance.gather"]

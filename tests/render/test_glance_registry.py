@@ -30,15 +30,15 @@ import pytest
 from conftest import ROOT, SAMPLES, inputs
 from support.hack_scripts import hack_script
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (
     parse_documents,
     split_documents,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import build_plan
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import build_plan
 
 CHECKER = ROOT / "tests" / "support" / "check_glance_config.py"
 SKIP_ENV = "C5C3_SKIP_GLANCE_VENV"

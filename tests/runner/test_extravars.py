@@ -7,7 +7,8 @@ from types import MappingProxyType
 
 import pytest
 
-from runner.extravars import (
+from runner.kube.watches import Finalizer, GroupVersionKind, Watch
+from runner.passes.extravars import (
     FailedTask,
     PlaybookStats,
     RunOutcome,
@@ -19,7 +20,6 @@ from runner.extravars import (
     snake_case,
     snake_case_keys,
 )
-from runner.watches import Finalizer, GroupVersionKind, Watch
 
 GLANCE_GVK = GroupVersionKind("glance.openstack.c5c3.io", "v1alpha1", "Glance")
 FINALIZER = "glance.openstack.c5c3.io/finalizer"

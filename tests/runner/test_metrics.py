@@ -10,7 +10,7 @@ import prometheus_client
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from runner.metrics import (
+from runner.endpoints.metrics import (
     CONTENT_TYPE,
     DB_JOB_BUCKETS,
     RECONCILE_STEP_BUCKETS,
@@ -20,7 +20,7 @@ from runner.metrics import (
     RunnerMetrics,
     reconcile_result,
 )
-from runner.workqueue import ItemExponentialBackoff, ManualClock, WorkQueue
+from runner.kube.workqueue import ItemExponentialBackoff, ManualClock, WorkQueue
 
 # -- a reader of the text format 0.0.4 ---------------------------------------------------------
 

@@ -12,15 +12,17 @@ from typing import Any
 import prometheus_client
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import ApiError
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import ApiError
 from runner import controller as ctl
-from runner.extravars import FailedTask, PlaybookStats, RunOutcome, run_outcome
-from runner.manager import Manager
-from runner.metrics import RESULT_ERROR, RESULT_REQUEUE, RESULT_REQUEUE_AFTER, RESULT_SUCCESS
-from runner.reconciler import Reconciler
-from runner.settings import parse_settings
-from runner.watches import GroupVersionKind, LabelSelector, load_watches
-from runner.workqueue import (
+from runner.endpoints.metrics import (
+    RESULT_ERROR,
+    RESULT_REQUEUE,
+    RESULT_REQUEUE_AFTER,
+    RESULT_SUCCESS,
+)
+from runner.kube import informer as inf
+from runner.kube.watches import GroupVersionKind, LabelSelector, load_watches
+from runner.kube.workqueue import (
     HIGH_PRIORITY,
     LOW_PRIORITY,
     ManualClock,
@@ -28,6 +30,10 @@ from runner.workqueue import (
     WorkQueue,
     default_rate_limiter,
 )
+from runner.manager import Manager
+from runner.passes.extravars import FailedTask, PlaybookStats, RunOutcome, run_outcome
+from runner.reconciler import Reconciler
+from runner.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "glance.openstack.c5c3.io"
@@ -80,17 +86,17 @@ KEY = ObjectKey(GROUP, "Glance", "openstack", "glance")
 @pytest.mark.parametrize(
     ("event", "new", "old", "wanted"),
     [
-        (ctl.ADDED, glance(), None, True),
-        (ctl.DELETED, None, glance(), True),
-        (ctl.MODIFIED, glance(generation=2), glance(), True),
-        (ctl.MODIFIED, glance(resourceVersion="11"), glance(), False),  # status write
-        (ctl.MODIFIED, glance(labels={"a": "b"}), glance(), False),
-        (ctl.MODIFIED, glance(finalizers=[FINALIZER]), glance(), False),  # our own add
-        (ctl.MODIFIED, glance(annotations={"a": "b"}), glance(), False),
-        (ctl.MODIFIED, glance(deletionTimestamp="2026-01-01T00:00:00Z"), glance(), True),
-        (ctl.MODIFIED, glance(uid="u2"), glance(), True),  # gone and back between looks
-        (ctl.MODIFIED, glance(generation=None), glance(generation=None), True),
-        (ctl.MODIFIED, glance(), None, True),
+        (inf.ADDED, glance(), None, True),
+        (inf.DELETED, None, glance(), True),
+        (inf.MODIFIED, glance(generation=2), glance(), True),
+        (inf.MODIFIED, glance(resourceVersion="11"), glance(), False),  # status write
+        (inf.MODIFIED, glance(labels={"a": "b"}), glance(), False),
+        (inf.MODIFIED, glance(finalizers=[FINALIZER]), glance(), False),  # our own add
+        (inf.MODIFIED, glance(annotations={"a": "b"}), glance(), False),
+        (inf.MODIFIED, glance(deletionTimestamp="2026-01-01T00:00:00Z"), glance(), True),
+        (inf.MODIFIED, glance(uid="u2"), glance(), True),  # gone and back between looks
+        (inf.MODIFIED, glance(generation=None), glance(generation=None), True),
+        (inf.MODIFIED, glance(), None, True),
     ],
 )
 def test_primary_predicate_is_ansible_operators(event, new, old, wanted):
@@ -99,15 +105,15 @@ def test_primary_predicate_is_ansible_operators(event, new, old, wanted):
 
 def test_annotation_changes_count_when_the_watch_asks_for_them():
     watch = dataclasses.replace(GLANCE_WATCH, watch_annotations_changes=True)
-    assert ctl.primary_wants(watch, ctl.MODIFIED, glance(annotations={"a": "b"}), glance())
+    assert ctl.primary_wants(watch, inf.MODIFIED, glance(annotations={"a": "b"}), glance())
 
 
 def test_the_selector_filters_every_event_of_the_watched_kind():
     watch = dataclasses.replace(GLANCE_WATCH, selector=LabelSelector({"team": "a"}))
-    assert not ctl.primary_wants(watch, ctl.ADDED, glance(), None)
-    assert not ctl.primary_wants(watch, ctl.MODIFIED, glance(generation=2), glance())
-    assert not ctl.primary_wants(watch, ctl.DELETED, None, glance())
-    assert ctl.primary_wants(watch, ctl.ADDED, glance(labels={"team": "a"}), None)
+    assert not ctl.primary_wants(watch, inf.ADDED, glance(), None)
+    assert not ctl.primary_wants(watch, inf.MODIFIED, glance(generation=2), glance())
+    assert not ctl.primary_wants(watch, inf.DELETED, None, glance())
+    assert ctl.primary_wants(watch, inf.ADDED, glance(labels={"team": "a"}), None)
 
 
 def test_the_key_is_group_kind_namespace_name():
@@ -237,21 +243,21 @@ def route(accepted: str | None, generation: int = 1) -> dict:
 @pytest.mark.parametrize(
     ("event", "new", "old", "wanted"),
     [
-        (ctl.ADDED, deployment(), None, False),  # the pass created it
-        (ctl.DELETED, None, deployment(), True),  # someone deleted it: recreate
-        (ctl.MODIFIED, bumped(deployment(), ("spec", "replicas"), 3), deployment(), True),
-        (ctl.MODIFIED, bumped(deployment(), ("metadata", "labels"), {}), deployment(), True),
-        (ctl.MODIFIED, deployment(), deployment(), False),  # same resourceVersion
+        (inf.ADDED, deployment(), None, False),  # the pass created it
+        (inf.DELETED, None, deployment(), True),  # someone deleted it: recreate
+        (inf.MODIFIED, bumped(deployment(), ("spec", "replicas"), 3), deployment(), True),
+        (inf.MODIFIED, bumped(deployment(), ("metadata", "labels"), {}), deployment(), True),
+        (inf.MODIFIED, deployment(), deployment(), False),  # same resourceVersion
         # a replica count that flips none of the pass's predicates: nothing to see
-        (ctl.MODIFIED, bumped(deployment(), ("status", "replicas"), 2), deployment(), False),
-        (ctl.MODIFIED, bumped(deployment(**READY)), deployment(), True),  # became ready
+        (inf.MODIFIED, bumped(deployment(), ("status", "replicas"), 2), deployment(), False),
+        (inf.MODIFIED, bumped(deployment(**READY)), deployment(), True),  # became ready
         # a rollout of 3: 1 then 2 of 3 ready changes nothing the pass reads; 3 of 3 does
-        (ctl.MODIFIED, bumped(rolling(ready=2)), rolling(ready=1), False),
-        (ctl.MODIFIED, bumped(rolling(ready=3)), rolling(ready=2), True),
+        (inf.MODIFIED, bumped(rolling(ready=2)), rolling(ready=1), False),
+        (inf.MODIFIED, bumped(rolling(ready=3)), rolling(ready=2), True),
         # every pod on the current template (the Service selector's latch) before any is ready
-        (ctl.MODIFIED, bumped(rolling(ready=0, updated=3)), rolling(ready=0, updated=2), True),
+        (inf.MODIFIED, bumped(rolling(ready=0, updated=3)), rolling(ready=0, updated=2), True),
         (
-            ctl.MODIFIED,
+            inf.MODIFIED,
             bumped(
                 deployment(
                     **{
@@ -266,18 +272,18 @@ def route(accepted: str | None, generation: int = 1) -> dict:
             False,  # a status heartbeat, not readiness
         ),
         (
-            ctl.MODIFIED,
+            inf.MODIFIED,
             bumped(
                 deployment(), ("metadata", "managedFields"), [{"manager": "m", "time": "later"}]
             ),
             deployment(),
             False,
         ),
-        (ctl.MODIFIED, bumped(job(("Complete", "True"))), job(), True),
-        (ctl.MODIFIED, bumped(job(("Failed", "True"))), job(), True),
-        (ctl.MODIFIED, bumped(job(active=1)), job(), False),
-        (ctl.MODIFIED, bumped(route("True")), route(None), True),
-        (ctl.MODIFIED, bumped(route("True", 2)), route("True", 1), True),
+        (inf.MODIFIED, bumped(job(("Complete", "True"))), job(), True),
+        (inf.MODIFIED, bumped(job(("Failed", "True"))), job(), True),
+        (inf.MODIFIED, bumped(job(active=1)), job(), False),
+        (inf.MODIFIED, bumped(route("True")), route(None), True),
+        (inf.MODIFIED, bumped(route("True", 2)), route("True", 1), True),
     ],
 )
 def test_dependent_predicate_and_readiness(event, new, old, wanted):
@@ -300,13 +306,13 @@ def mounting(secret: str | None, resource_version: str = "5") -> dict:
 @pytest.mark.parametrize(
     ("event", "new", "old", "wanted"),
     [
-        (ctl.ADDED, mounting("glance-backends-1"), None, True),
-        (ctl.ADDED, mounting(None), None, False),  # mounts no backends Secret
-        (ctl.MODIFIED, mounting("glance-backends-2", "6"), mounting("glance-backends-1"), True),
-        (ctl.MODIFIED, mounting("glance-backends-1", "6"), mounting("glance-backends-1"), False),
-        (ctl.MODIFIED, mounting(None, "6"), mounting("glance-backends-1"), True),
-        (ctl.DELETED, None, mounting("glance-backends-1"), True),
-        (ctl.DELETED, None, mounting(None), False),
+        (inf.ADDED, mounting("glance-backends-1"), None, True),
+        (inf.ADDED, mounting(None), None, False),  # mounts no backends Secret
+        (inf.MODIFIED, mounting("glance-backends-2", "6"), mounting("glance-backends-1"), True),
+        (inf.MODIFIED, mounting("glance-backends-1", "6"), mounting("glance-backends-1"), False),
+        (inf.MODIFIED, mounting(None, "6"), mounting("glance-backends-1"), True),
+        (inf.DELETED, None, mounting("glance-backends-1"), True),
+        (inf.DELETED, None, mounting(None), False),
     ],
 )
 def test_a_deployment_wakes_the_backends_when_its_backends_secret_changes(event, new, old, wanted):
@@ -352,9 +358,9 @@ def test_a_look_again_that_no_change_asked_for_waits_behind_events(requeue, prio
 
 
 def test_an_event_reason_names_the_event_the_kind_and_the_relation():
-    assert ctl.event_reason("Glance", ctl.MODIFIED) == "MODIFIED Glance"
+    assert ctl.event_reason("Glance", inf.MODIFIED) == "MODIFIED Glance"
     assert (
-        ctl.event_reason("Job", ctl.MODIFIED, "dependent", ctl.READINESS)
+        ctl.event_reason("Job", inf.MODIFIED, "dependent", ctl.READINESS)
         == "dependent MODIFIED Job readiness"
     )
 
@@ -696,21 +702,21 @@ def drain(manager: Manager, kind: str) -> list[ObjectKey]:
 
 def test_events_reach_the_right_queues(tmp_path):
     m = manager(tmp_path)
-    m._primary_handler(BACKEND_WATCH)(ctl.ADDED, backend(), None)
+    m._primary_handler(BACKEND_WATCH)(inf.ADDED, backend(), None)
     assert drain(m, "GlanceBackend") == [ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")]
     assert drain(m, "Glance") == [KEY]
     m._dependent_handler(
-        ctl.MODIFIED,
+        inf.MODIFIED,
         ctl.compact_dependent(bumped(deployment(**READY))),
         ctl.compact_dependent(deployment()),
     )
     m._dependent_handler(
-        ctl.MODIFIED,
+        inf.MODIFIED,
         ctl.compact_dependent(bumped(deployment(**READY))),
         ctl.compact_dependent(deployment()),
     )
     assert drain(m, "Glance") == [KEY]  # coalesced
-    m._primary_handler(GLANCE_WATCH)(ctl.MODIFIED, glance(resourceVersion="12"), glance())
+    m._primary_handler(GLANCE_WATCH)(inf.MODIFIED, glance(resourceVersion="12"), glance())
     assert drain(m, "Glance") == []
 
 
@@ -729,16 +735,16 @@ def test_a_deployment_mounting_a_new_backends_secret_wakes_its_glances_backends(
     other = backend(parent="another")
     other["metadata"]["name"] = "other"
     m.child_informers.append(Cached(backend(), other))
-    m._dependent_handler(ctl.ADDED, mounting("glance-backends-1"), None)
+    m._dependent_handler(inf.ADDED, mounting("glance-backends-1"), None)
     assert drain(m, "GlanceBackend") == [ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")]
     assert drain(m, "Glance") == []  # a create wakes no owner
     m._dependent_handler(
-        ctl.MODIFIED, mounting("glance-backends-2", "6"), mounting("glance-backends-1")
+        inf.MODIFIED, mounting("glance-backends-2", "6"), mounting("glance-backends-1")
     )
     assert drain(m, "GlanceBackend") == [ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")]
     assert drain(m, "Glance") == [KEY]  # the owner sees its spec change too
     m._dependent_handler(
-        ctl.MODIFIED,
+        inf.MODIFIED,
         ctl.compact_dependent(bumped(deployment(**READY))),
         ctl.compact_dependent(deployment()),
     )
@@ -748,9 +754,9 @@ def test_a_deployment_mounting_a_new_backends_secret_wakes_its_glances_backends(
 
 def test_a_pass_is_told_what_woke_it(tmp_path):
     m = manager(tmp_path)
-    m._primary_handler(BACKEND_WATCH)(ctl.ADDED, backend(), None)
+    m._primary_handler(BACKEND_WATCH)(inf.ADDED, backend(), None)
     m._dependent_handler(
-        ctl.MODIFIED,
+        inf.MODIFIED,
         ctl.compact_dependent(bumped(deployment(**READY))),
         ctl.compact_dependent(deployment()),
     )
@@ -779,10 +785,10 @@ def test_the_glance_handler_times_upgrade_phases_and_still_enqueues(tmp_path):
     expanding["status"]["upgradePhase"] = "Expanding"
     migrating = glance(resourceVersion="13", generation=2)
     migrating["status"] = dict(expanding["status"], upgradePhase="Migrating")
-    m.upgrade_phases.seen(ctl.ADDED, before, None)  # known before the upgrade began
-    handle(ctl.MODIFIED, expanding, before)
+    m.upgrade_phases.seen(inf.ADDED, before, None)  # known before the upgrade began
+    handle(inf.MODIFIED, expanding, before)
     assert drain(m, "Glance") == [KEY]  # the spec change still enqueues
-    handle(ctl.MODIFIED, migrating, expanding)
+    handle(inf.MODIFIED, migrating, expanding)
     phase_sum = m.metrics.registry.get_sample_value(
         "glance_operator_upgrade_phase_duration_seconds_sum",
         {"glance": KEY.name, "namespace": KEY.namespace, "phase": "Expanding"},
@@ -795,7 +801,7 @@ def test_the_glance_handler_times_upgrade_phases_and_still_enqueues(tmp_path):
     ready_now["status"] = dict(
         migrating["status"], conditions=[{"type": "Ready", "status": "True"}]
     )
-    handle(ctl.MODIFIED, ready_now, migrating)
+    handle(inf.MODIFIED, ready_now, migrating)
     assert m.metrics.registry.get_sample_value("glance_operator_glance_ready", ready) == 1
 
 

@@ -1,4 +1,4 @@
-"""The runner dir (``runner.runner_dir``): a private dir per process by default, removed on
+"""The runner dir (``runner.passes.runner_dir``): a private dir per process by default, removed on
 release, stale ones of gone processes removed; an explicit dir kept and held by one process.
 Other processes are real ones (a child Python holding a lock, a pid that has exited)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.runner_dir import (
+from runner.passes.runner_dir import (
     DEFAULT_PARENT,
     LOCK_FILE,
     RunnerDirBusy,

@@ -13,9 +13,11 @@ import pytest
 from support.fake_apiserver import FakeAPIServer
 from test_runner_support import wait_until
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import ApiError, KubeClient
-from runner.controller import ADDED, DELETED, MODIFIED
-from runner.informer import Informer
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (
+    ApiError,
+    KubeClient,
+)
+from runner.kube.informer import ADDED, DELETED, MODIFIED, Informer
 
 
 def cm(name: str, rv: str, value: str = "") -> dict[str, Any]:

@@ -12,8 +12,8 @@ import pytest
 from support.fake_apiserver import FakeAPIServer
 from test_runner_support import wait_until
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
-from runner.leader import LEASE_API_VERSION, LeaderElector, new_identity
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
+from runner.kube.leader import LEASE_API_VERSION, LeaderElector, new_identity
 
 NAMESPACE = "c5c3-system"
 NAME = "c5c3-glance-operator"

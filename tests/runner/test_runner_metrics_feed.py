@@ -23,10 +23,8 @@ from test_runner_controller import (
 )
 
 from runner import controller as ctl
-from runner.controller import ADDED, DELETED, MODIFIED
-from runner.extravars import RunOutcome
-from runner.metrics import RunnerMetrics
-from runner.metrics_feed import (
+from runner.endpoints.metrics import RunnerMetrics
+from runner.endpoints.metrics_feed import (
     PASS_ROLE,
     STEP_ACTIONS,
     STEP_CONDITIONS,
@@ -40,6 +38,8 @@ from runner.metrics_feed import (
     pass_steps,
     step_of,
 )
+from runner.kube.informer import ADDED, DELETED, MODIFIED
+from runner.passes.extravars import RunOutcome
 from runner.reconciler import Reconciler
 
 ROOT = Path(__file__).resolve().parents[2]

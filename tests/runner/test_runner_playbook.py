@@ -1,4 +1,4 @@
-"""One pass through ansible-runner (``runner.playbook.PlaybookRunner``), with a real
+"""One pass through ansible-runner (``runner.passes.playbook.PlaybookRunner``), with a real
 ansible-playbook: each pass starts from inputs written for it, whatever an earlier pass or
 an earlier process left in the object's private data dir.
 
@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 from test_runner_support import reported
 
-from runner.playbook import (
+from runner.kube.watches import GroupVersionKind, Watch
+from runner.kube.workqueue import ObjectKey
+from runner.passes.playbook import (
     KEPT_ENTRIES,
     PlaybookRunner,
     clear_inputs,
     private_data_dir,
     run_environment,
 )
-from runner.watches import GroupVersionKind, Watch
-from runner.workqueue import ObjectKey
 
 GVK = GroupVersionKind("example.c5c3.io", "v1", "Thing")
 KEY = ObjectKey("example.c5c3.io", "Thing", "ns", "one")

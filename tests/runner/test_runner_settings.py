@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.playbook import checkout_ansible_cfg, private_data_dir, run_environment
+from runner.kube.watches import load_watches
+from runner.kube.workqueue import ObjectKey
+from runner.passes.playbook import checkout_ansible_cfg, private_data_dir, run_environment
 from runner.settings import (
     BindAddress,
     SettingsError,
@@ -16,8 +18,6 @@ from runner.settings import (
     parse_bind_address,
     parse_settings,
 )
-from runner.watches import load_watches
-from runner.workqueue import ObjectKey
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def test_the_environment_sets_what_the_manager_deployment_sets():
 
 
 def test_the_runner_dir_is_private_unless_named():
-    assert settings().runner_dir is None  # runner.runner_dir makes one per process
+    assert settings().runner_dir is None  # runner.passes.runner_dir makes one per process
     assert settings(RUNNER_DIR="/var/runner").runner_dir == Path("/var/runner")
     assert settings("--runner-dir=/srv/r", RUNNER_DIR="/var/runner").runner_dir == Path("/srv/r")
 

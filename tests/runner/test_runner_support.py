@@ -29,8 +29,10 @@ from integration.kube_harness import KubeApiServer, assets_dir
 from support.api_env import ApiEnv
 from support.api_env import api_env as shared_api_env
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
-from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    load_crds,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     CONFIG_BASE_LABEL,
 )
 

@@ -1,6 +1,6 @@
-"""Passes through the warm fork server (``runner/warm.py``) behind ansible-runner.
+"""Passes through the warm fork server (``runner/passes/warm.py``) behind ansible-runner.
 
-Real processes throughout: the server (``python -m runner.warm serve``), the client
+Real processes throughout: the server (``python -m runner.passes.warm serve``), the client
 ansible-runner starts as its ``binary``, ansible-playbook's CLI in the forked child, and
 the Glance playbook against the API double and, with ``KUBE_ASSETS_DIR``, a real
 kube-apiserver. What a warm pass must keep from a cold one: the events and stats
@@ -31,10 +31,10 @@ from test_runner_support import (
     wait_until,
 )
 
-from runner.playbook import PlaybookRunner, checkout_ansible_cfg, run_environment
-from runner.warm import CLIENT_NAME, SOCKET_NAME, WarmServer, client_script
-from runner.watches import GroupVersionKind, Watch, load_watches
-from runner.workqueue import ObjectKey
+from runner.kube.watches import GroupVersionKind, Watch, load_watches
+from runner.kube.workqueue import ObjectKey
+from runner.passes.playbook import PlaybookRunner, checkout_ansible_cfg, run_environment
+from runner.passes.warm import CLIENT_NAME, SOCKET_NAME, WarmServer, client_script
 
 GROUP = "glance.openstack.c5c3.io"
 GVK = GroupVersionKind("example.c5c3.io", "v1", "Thing")
@@ -137,10 +137,10 @@ def artifact_shape(directory: Path, ident: str) -> list[str]:
 
 
 def test_the_warm_up_reads_no_configuration_and_skips_nothing():
-    """``python -m runner.warm check``: every module of the preload lists imported, the
+    """``python -m runner.passes.warm check``: every module of the preload lists imported, the
     collection's module_utils through the collection finder, ``ansible.constants`` not."""
     result = subprocess.run(
-        [sys.executable, "-m", "runner.warm", "check"],
+        [sys.executable, "-m", "runner.passes.warm", "check"],
         cwd=ROOT,
         env={**os.environ, **pass_environment(), "PYTHONPATH": f"{ROOT}/.collections:{ROOT}"},
         capture_output=True,
@@ -152,13 +152,13 @@ def test_the_warm_up_reads_no_configuration_and_skips_nothing():
     assert report_["skipped"] == []
     assert report_["configuration_imported"] == []
     module_utils = "ansible_collections.c5c3.glance.plugins.module_utils"
-    assert f"{module_utils}.pass_inputs" in report_["collection"]
-    assert f"{module_utils}.kube_client" in report_["collection"]
+    assert f"{module_utils}.passes.pass_inputs" in report_["collection"]
+    assert f"{module_utils}.kube.kube_client" in report_["collection"]
 
 
 CONFIGURATION_PROBE = """
 import json, os, sys
-import runner.warm as warm
+import runner.passes.warm as warm
 if sys.argv[1] == "warm":
     warm.warm_up(*warm.probe_collection_paths())
     os.environ["ANSIBLE_FORKS"] = "7"  # a pass's own variable, set after the warm-up
@@ -202,7 +202,7 @@ def test_a_pass_reads_its_own_configuration_over_the_kept_definitions():
     assert answers["warm"]["definitions"] == answers["cold"]["definitions"]
     assert len(answers["warm"]["definitions"]) > 100
     assert (answers["warm"]["reader"], answers["cold"]["reader"]) == (
-        "runner.warm",
+        "runner.passes.warm",
         "ansible.config.manager",
     )
     assert "plugin_routing" in answers["warm"]["builtin_routing"]  # read in the server

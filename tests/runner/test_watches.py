@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import pytest
 
-from runner.watches import (
+from runner.kube.watches import (
     DEFAULT_MAX_RUNNER_ARTIFACTS,
     Finalizer,
     GroupVersionKind,

@@ -34,22 +34,22 @@ from support.tls import make_server_tls
 from unit.test_glance_admission import CASES as GLANCE_RULE_CASES
 from unit.test_glancebackend_admission import CASES as BACKEND_RULE_CASES
 
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admission import (
     AdmissionContext,
     default_glance,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.glancebackend_admission import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glancebackend_admission import (
     default_glancebackend,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
-from runner.admission_review import json_patch
-from runner.webhook import MAX_BODY_BYTES, WebhookServer, kube_backend_lister
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
+from runner.endpoints.admission_review import json_patch
+from runner.endpoints.webhook import MAX_BODY_BYTES, WebhookServer, kube_backend_lister
 
 CRDS = load_crds()
 CATALOGS = load_catalogs()
@@ -1075,7 +1075,7 @@ def test_python_m_runner_webhook_serves_until_sigterm(tmp_path):
         [
             sys.executable,
             "-m",
-            "runner.webhook",
+            "runner.endpoints.webhook",
             "--cert-dir",
             str(certs.directory),
             "--bind-address",

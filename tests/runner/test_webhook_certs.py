@@ -1,4 +1,4 @@
-"""The operator's own webhook certificate (``runner/webhook_certs.py``, ``config/selfsigned``).
+"""The operator's own webhook certificate (``runner/endpoints/webhook_certs.py``, ``config/selfsigned``).
 
 What is due is a pure function of the Secret's data, the names and the time: tested here
 table by table, with the certificates made for real. The rotator then runs against a real
@@ -22,8 +22,8 @@ import pytest
 from cryptography import x509
 from integration.kube_harness import started_apiserver
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
-from runner import webhook_certs as wc
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
+from runner.endpoints import webhook_certs as wc
 from runner.settings import SettingsError, parse_settings
 
 NOW = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.UTC)

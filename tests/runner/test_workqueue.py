@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from runner.workqueue import (
+from runner.kube.workqueue import (
     DEFAULT_BACKOFF_CAP,
     HIGH_PRIORITY,
     LOW_PRIORITY,

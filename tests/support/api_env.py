@@ -27,9 +27,11 @@ from typing import Any
 
 import yaml
 
-from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import KubeClient
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    COLLECTION_ROOT,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
 from support.cluster import ready_deployment_status
 from support.fake_apiserver import FakeAPIServer
 from support.playbook_run import PlaybookRun, run_playbook
@@ -90,7 +92,7 @@ class ApiEnv:
     health: HealthServer | None = None
     runs: list[PlaybookRun] = field(default_factory=list)
     warm: Any = None
-    """A ``runner.warm.WarmServer``: the passes run through it, as the runner runs them."""
+    """A ``runner.passes.warm.WarmServer``: the passes run through it, as the runner runs them."""
 
     # -- the scene --------------------------------------------------------------------
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import decode_secrets
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import decode_secrets
 
 DELETE = object()
 

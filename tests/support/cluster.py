@@ -18,13 +18,13 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils import apply_plan as ap
-from ansible_collections.c5c3.glance.plugins.module_utils import glance_pass as gp
-from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     load_catalogs,
     load_crds,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
 
 NAMESPACE = "openstack"
 GLANCE_UID = "0b7c4a8e-1111-4c3d-9e2f-5a6b7c8d9e0f"
@@ -372,9 +372,13 @@ def desired_manifests(
     glance: dict, backends: list[dict], secrets: list[dict] | None = None, **kw: Any
 ) -> dict[str, dict | None]:
     """The objects a pass would apply for this input (``build_plan`` + the role templates)."""
-    from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import InputSet
-    from ansible_collections.c5c3.glance.plugins.module_utils.render_plan import build_plan
-    from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import render_objects
+    from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (
+        InputSet,
+    )
+    from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import build_plan
+    from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import (
+        render_objects,
+    )
 
     found = InputSet(
         glance=copy.deepcopy(glance),

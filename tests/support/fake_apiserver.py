@@ -1789,13 +1789,15 @@ class FakeAPIServer:
         schema = self._schemas.get(res)
         if schema is None:
             return []
-        from ansible_collections.c5c3.glance.plugins.module_utils import openapi_schema
+        from ansible_collections.c5c3.glance.plugins.module_utils.admission import openapi_schema
 
         errors = list(
             openapi_schema.validate(schema, {k: v for k, v in new.items() if k != "metadata"})
         )
         try:
-            from ansible_collections.c5c3.glance.plugins.module_utils import cel_validation
+            from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
+                cel_validation,
+            )
         except ImportError:  # pragma: no cover - celpy is in the test requirements
             cel_validation = None
         if cel_validation is not None:
@@ -1814,7 +1816,9 @@ class FakeAPIServer:
     def _defaults(self, res: Resource, obj: dict) -> dict:
         schema = self._schemas.get(res)
         if schema is not None:
-            from ansible_collections.c5c3.glance.plugins.module_utils import openapi_schema
+            from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
+                openapi_schema,
+            )
 
             meta = obj.get("metadata")
             obj = openapi_schema.apply_defaults(

@@ -14,7 +14,9 @@ from typing import Any
 
 import ansible_runner
 
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import COLLECTION_ROOT
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    COLLECTION_ROOT,
+)
 
 # Ansible's own task actions a pass uses; every other action that runs is a step of the
 # collection (gather, apply, report: action plugins, in the playbook's process).
@@ -97,7 +99,7 @@ def run_playbook(
 ) -> PlaybookRun:
     """Run ``playbooks/<playbook>`` of the collection with ``extravars``; wait for it.
 
-    ``binary``: the warm server's client (``runner.warm.WarmServer.binary()``) to run it
+    ``binary``: the warm server's client (``runner.passes.warm.WarmServer.binary()``) to run it
     with, as the runner does; None: a cold ``ansible-playbook``."""
     root = Path(COLLECTION_ROOT)
     envvars = {

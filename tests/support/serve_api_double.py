@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".collections")]
 
-from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do  # noqa: E402
 from support.api_env import HealthServer  # noqa: E402
 from support.fake_apiserver import FakeAPIServer  # noqa: E402
 

@@ -16,8 +16,8 @@ from support.cluster import (
     stored,
 )
 
-from ansible_collections.c5c3.glance.plugins.module_utils import apply_plan as ap
-from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
 
 BASE = "cobaltcore.c5c3.io/config-base"
 COMPONENT = "app.kubernetes.io/component"

@@ -8,14 +8,17 @@ import pytest
 import yaml
 from support.builders import BACKEND, DELETE, GLANCE, patched, secret_data
 
-from ansible_collections.c5c3.glance.plugins.module_utils import admission, collection_files
-from ansible_collections.c5c3.glance.plugins.module_utils.backend_projection import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
+    admission,
+    collection_files,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.backend_projection import (
     BackendFault,
     backend_credentials,
     project_backends,
     render_store_section,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     backends_base,
     content_name,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils import cel_validation as cel
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import cel_validation as cel
 
 SCHEMA = {
     "type": "object",

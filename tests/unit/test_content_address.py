@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils.content_address import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     CONFIG_BASE_LABEL,
     backends_base,
     config_base,

@@ -10,10 +10,17 @@ import pytest
 from support.builders import BACKEND, GLANCE, patched
 from support.crd_rule_cases import RULES
 
-from ansible_collections.c5c3.glance.plugins.module_utils import cel_validation, openapi_schema
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import AdmissionContext
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
+    cel_validation,
+    openapi_schema,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    load_crds,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admission import (
+    AdmissionContext,
+)
 
 CRDS = load_crds()
 BASE = {"Glance": GLANCE, "GlanceBackend": BACKEND}

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils.cron_schedule import (
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.cron_schedule import (
     TZ_IN_SCHEDULE_MESSAGE,
     CronSchedule,
     cron_error,

@@ -20,9 +20,11 @@ import pytest
 import yaml
 from support.builders import DELETE, GLANCE, patched
 
-from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    load_crds,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 
 CRD = load_crds()["Glance"]
 OWNER = {

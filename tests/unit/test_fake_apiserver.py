@@ -25,7 +25,7 @@ from support.builders import BACKEND, GLANCE
 from support.cluster import desired_manifests
 from support.fake_apiserver import FakeAPIServer, Request
 
-from ansible_collections.c5c3.glance.plugins.module_utils import apply_plan
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan
 
 NS = "openstack"
 APPLY = "application/apply-patch+yaml"

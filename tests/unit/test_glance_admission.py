@@ -9,9 +9,13 @@ from __future__ import annotations
 import pytest
 from support.builders import DELETE, GLANCE, patched
 
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge as full_judge
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import load_crds
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import (
+    judge as full_judge,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    load_crds,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admission import (
     AdmissionContext,
     default_glance,
     validate_glance,

@@ -18,17 +18,17 @@ import pytest
 import yaml
 from support.builders import DELETE, GLANCE, patched
 
-from ansible_collections.c5c3.glance.plugins.module_utils import conditions as cond
-from ansible_collections.c5c3.glance.plugins.module_utils import glance_config as gc
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admission import (
     AdmissionContext,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as cond
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import glance_config as gc
 
 CRD = load_crds()["Glance"]
 CTX = AdmissionContext(catalogs=load_catalogs())

@@ -26,10 +26,10 @@ from support.cluster import (
     stored,
 )
 
-from ansible_collections.c5c3.glance.plugins.module_utils import apply_plan as ap
-from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
-from ansible_collections.c5c3.glance.plugins.module_utils import glance_pass as gp
-from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ROUTE = {"hostname": "images.example.com", "parentRef": {"name": "public", "namespace": "gw"}}

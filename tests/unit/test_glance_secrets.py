@@ -11,8 +11,11 @@ import pytest
 import yaml
 from support.builders import DELETE, GLANCE, patched, secret_data
 
-from ansible_collections.c5c3.glance.plugins.module_utils import admission, collection_files
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_secrets import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
+    admission,
+    collection_files,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
     SecretsGate,
     db_connection_dsn,
     dsn_digest,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from support.builders import BACKEND, DELETE, patched
 
-from ansible_collections.c5c3.glance.plugins.module_utils.glance_admission import AdmissionContext
-from ansible_collections.c5c3.glance.plugins.module_utils.glancebackend_admission import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admission import (
+    AdmissionContext,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glancebackend_admission import (
     default_glancebackend,
     validate_glancebackend,
 )

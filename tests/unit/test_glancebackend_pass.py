@@ -9,8 +9,8 @@ import pytest
 from support.builders import BACKEND, GLANCE, patched
 from support.cluster import b64, default_secrets, glance_object, secret, stored
 
-from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
-from ansible_collections.c5c3.glance.plugins.module_utils import glancebackend_pass as bp
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import glancebackend_pass as bp
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SECRET = "glance-backends-0123abcd"

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils.go_duration import (
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.go_duration import (
     HOUR,
     MAX_DURATION_NS,
     MICROSECOND,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils.go_url import (
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.go_url import (
     MESSAGE_HOST,
     MESSAGE_SCHEME,
     GoURL,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.c5c3.glance.plugins.module_utils import kube_client as kc
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_client as kc
 
 
 def b64(data: bytes) -> str:

@@ -11,7 +11,7 @@ from support.cluster import (
     route_status,
 )
 
-from ansible_collections.c5c3.glance.plugins.module_utils import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
 
 API = "app.kubernetes.io/component"
 SELECTOR = {"app.kubernetes.io/name": "glance", "app.kubernetes.io/instance": "glance"}

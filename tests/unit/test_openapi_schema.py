@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils import field_errors as fe
-from ansible_collections.c5c3.glance.plugins.module_utils import openapi_schema as oas
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import field_errors as fe
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import openapi_schema as oas
 
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],

@@ -8,9 +8,9 @@ import pytest
 from support.builders import BACKEND, GLANCE, patched
 from support.cluster import glance_object, stored
 
-from ansible_collections.c5c3.glance.plugins.module_utils import glance_pass as gp
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_reads as pr
-from ansible_collections.c5c3.glance.plugins.module_utils.probe import classify
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_reads as pr
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.probe import classify
 
 URL = "http://glance.openstack.svc.cluster.local:9292/healthcheck"
 

@@ -1,6 +1,6 @@
 """The pass's API steps: one argument spec for the module and its action plugin.
 
-``plugins/module_utils/pass_steps.py`` holds the spec the gather, apply and report modules
+``plugins/module_utils/passes/pass_steps.py`` holds the spec the gather, apply and report modules
 and their action plugins validate against; each module's DOCUMENTATION (with the ``kube``
 doc fragment) must describe exactly those options, types, defaults and choices, as
 ansible-test's validate-modules would demand, and each action plugin must use its
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.c5c3.glance.plugins.doc_fragments.kube import ModuleDocFragment
-from ansible_collections.c5c3.glance.plugins.module_utils import pass_steps as ps
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_steps as ps
 
 STEPS = {"gather": ps.GATHER_SPEC, "apply": ps.APPLY_SPEC, "report": ps.REPORT_SPEC}
 

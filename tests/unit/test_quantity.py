@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils.quantity import (
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.quantity import (
     BINARY_SI,
     DECIMAL_EXPONENT,
     DECIMAL_SI,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils.release import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.release import (
     Release,
     image_release_mismatch,
     is_upgrade,

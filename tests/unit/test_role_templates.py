@@ -27,14 +27,13 @@ import pytest
 import yaml
 from support.pod_security import pod_templates, restricted_violations
 
-from ansible_collections.c5c3.glance.plugins.module_utils import desired_objects as do
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.quantity import parse_quantity
-from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import (
     KINDS,
     objects_by_key,
     owned_objects,
@@ -42,6 +41,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.role_templates import 
     render_objects,
     role_objects,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.quantity import parse_quantity
 
 ROOT = COLLECTION_ROOT
 SAMPLES = ROOT / "config" / "samples"

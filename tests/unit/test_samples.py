@@ -8,13 +8,13 @@ import pytest
 import yaml
 from support.builders import BACKEND, GLANCE, patched
 
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import judge
-from ansible_collections.c5c3.glance.plugins.module_utils.collection_files import (
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
     load_catalogs,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.input_documents import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (
     error_lines,
     judge_documents,
     split_documents,

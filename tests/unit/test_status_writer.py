@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
-from ansible_collections.c5c3.glance.plugins.module_utils.status_writer import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.status_writer import (
     backend_status,
     format_time,
     glance_status,
@@ -230,6 +230,6 @@ def test_a_first_status_is_patched_whole():
 
 
 def test_the_keep_default_shows_itself():
-    from ansible_collections.c5c3.glance.plugins.module_utils.status_writer import KEEP
+    from ansible_collections.c5c3.glance.plugins.module_utils.passes.status_writer import KEEP
 
     assert repr(KEEP) == "KEEP"

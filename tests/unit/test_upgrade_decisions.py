@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.c5c3.glance.plugins.module_utils import conditions as c
-from ansible_collections.c5c3.glance.plugins.module_utils import upgrade as u
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import upgrade as u
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ reconcile tests do), the minimal sample's first pass (the full one: finalizer, o
 status), the pass after the controllers settled, a GlanceBackend pass from a workstation
 (it runs the parent's pass too), and the pass of the Glance being deleted (it releases the
 finalizer); keeps each run's result events with ``event_data`` trimmed to what
-``runner/metrics_feed.py`` reads. Run it again when the pass's tasks change; the metrics
+``runner/endpoints/metrics_feed.py`` reads. Run it again when the pass's tasks change; the metrics
 feed tests read the file.
 """
 
@@ -31,7 +31,7 @@ from support.api_env import (  # noqa: E402
 )
 from support.fake_apiserver import FakeAPIServer  # noqa: E402
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (  # noqa: E402
     KubeClient,
 )
 
@@ -78,7 +78,7 @@ def main() -> None:
         health.stop()
     about = (
         "ansible-runner result events of real passes (tests/support ApiEnv on the API double), "
-        "event_data trimmed to what runner/metrics_feed.py reads; written by "
+        "event_data trimmed to what runner/endpoints/metrics_feed.py reads; written by "
         "capture_glance_pass_events.py."
     )
     text = json.dumps({"_about": about, "runs": runs}, indent=1, ensure_ascii=False)

@@ -76,7 +76,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.c5c3.glance.plugins.module_utils.kube_client import (
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (
     ApiError,
     KubeClient,
     KubeConfigError,

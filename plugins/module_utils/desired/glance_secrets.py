@@ -1,0 +1,216 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""The Secrets gate and the database connection URL (reference-spec §2.3 steps 1 and 2).
+
+``gate_secrets`` decides ``SecretsReady`` from the two Secrets a Glance references: the
+database credentials (``database.secretRef``, data keys ``username`` and ``password``; we
+only run brownfield mode, where the DSN user always comes from the Secret) and the Keystone
+service user (``serviceUser.secretRef``, the data key ``key``, default ``password``). The
+database Secret is checked first. A key whose value is empty counts as missing: an empty
+password or user name can only give pods that fail to authenticate, so the operator waits
+and says so instead. On success it returns the SHA-256 of the service password (the
+``authtoken`` digest the pod template carries, so a rotation rolls the pods).
+
+``db_connection_dsn`` builds ``mysql+pymysql://<user>:<password>@<host>:<port>/<db>?charset=utf8``
+plus the ``ssl_*`` parameters of ``database.tls``. User and password are percent-encoded
+except for the RFC 3986 unreserved characters (letters, digits, ``-._~``). That is stricter
+than Go's ``url.UserPassword`` (which leaves ``$&+,;=`` literal); SQLAlchemy decodes both
+alike, and the stricter form keeps ``$`` away from oslo.config, which would otherwise read
+``$name`` in the ``OS_DATABASE__CONNECTION`` value as a reference to another option.
+
+Secrets are passed as ``Mapping[str, Mapping[str, str]]``: Secret name to its decoded data.
+A missing Secret is absent from the mapping. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.conditions import (
+    SECRETS_AVAILABLE,
+    SECRETS_READY,
+    WAITING_FOR_DB_CREDENTIALS,
+    WAITING_FOR_SERVICE_USER_CREDENTIALS,
+    condition,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import sha256_hex
+
+Secrets = Mapping[str, Mapping[str, str]]
+
+SECRET_POLL_SECONDS = 15
+DB_USERNAME_KEY = "username"
+DB_PASSWORD_KEY = "password"
+DB_KEYS = (DB_USERNAME_KEY, DB_PASSWORD_KEY)
+DEFAULT_SERVICE_USER_KEY = "password"
+
+DEFAULT_DB_PORT = 3306
+DB_TLS_MOUNT_PATH = "/etc/glance/db-tls/"
+DB_TLS_CA = DB_TLS_MOUNT_PATH + "ca.crt"
+DB_TLS_CERT = DB_TLS_MOUNT_PATH + "tls.crt"
+DB_TLS_KEY = DB_TLS_MOUNT_PATH + "tls.key"
+TLS_MODES = ("disabled", "prefer", "require", "verify-ca", "verify-full")
+
+SECRETS_AVAILABLE_MESSAGE = "Database and service-user credentials are available"
+
+
+@dataclass(frozen=True)
+class SecretsGate:
+    """The outcome of the Secrets step.
+
+    ``condition`` is ``SecretsReady``; ``authtoken_digest`` is the hex SHA-256 of the
+    service-user password when the gate passed, else None; ``requeue_after`` is the
+    polling interval in seconds while waiting, else None.
+    """
+
+    condition: dict[str, str]
+    authtoken_digest: str | None = None
+    requeue_after: int | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.authtoken_digest is not None
+
+
+def _spec(glance: Mapping[str, Any]) -> Mapping[str, Any]:
+    return glance.get("spec") or {}
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "default")
+
+
+def service_user_key(glance: Mapping[str, Any]) -> str:
+    """The data key of the service-user password: ``serviceUser.secretRef.key`` or ``password``."""
+    ref = (_spec(glance).get("serviceUser") or {}).get("secretRef") or {}
+    return ref.get("key") or DEFAULT_SERVICE_USER_KEY
+
+
+def missing_keys_detail(data: Mapping[str, str], keys: Sequence[str]) -> list[str]:
+    """Each of ``keys`` that ``data`` lacks (``k``) or holds empty (``k (empty)``)."""
+    detail = []
+    for key in keys:
+        if key not in data:
+            detail.append(key)
+        elif not data[key]:
+            detail.append(f"{key} (empty)")
+    return detail
+
+
+def _and(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def credential_gate_message(
+    noun: str, namespace: str, name: str, data: Mapping[str, str] | None, keys: Sequence[str]
+) -> str | None:
+    """Why the Secret ``namespace/name`` does not yet carry ``keys``, or None when it does.
+
+    The wording follows the reference (``<noun> Secret exists but is missing expected
+    keys``) and adds which keys, so the message says what to change.
+    """
+    needs = f"it must carry the data key{'s' if len(keys) > 1 else ''} {_and(list(keys))}"
+    if data is None:
+        return f"{noun} Secret {namespace}/{name} not found yet; {needs}"
+    detail = missing_keys_detail(data, keys)
+    if not detail:
+        return None
+    return (
+        f"{noun} Secret exists but is missing expected keys: {namespace}/{name} lacks "
+        f"{', '.join(detail)}; {needs}"
+    )
+
+
+def gate_secrets(glance: Mapping[str, Any], secrets: Secrets) -> SecretsGate:
+    """``SecretsReady`` from the database and service-user Secrets (§2.3 step 1)."""
+    spec = _spec(glance)
+    namespace = _namespace(glance)
+    db_name = ((spec.get("database") or {}).get("secretRef") or {}).get("name", "")
+    message = credential_gate_message(
+        "Database credentials", namespace, db_name, secrets.get(db_name), DB_KEYS
+    )
+    if message is not None:
+        return SecretsGate(
+            condition(SECRETS_READY, False, WAITING_FOR_DB_CREDENTIALS, message),
+            requeue_after=SECRET_POLL_SECONDS,
+        )
+    su_name = ((spec.get("serviceUser") or {}).get("secretRef") or {}).get("name", "")
+    su_key = service_user_key(glance)
+    su_data = secrets.get(su_name)
+    message = credential_gate_message(
+        "Service-user credentials", namespace, su_name, su_data, (su_key,)
+    )
+    if message is not None:
+        return SecretsGate(
+            condition(SECRETS_READY, False, WAITING_FOR_SERVICE_USER_CREDENTIALS, message),
+            requeue_after=SECRET_POLL_SECONDS,
+        )
+    return SecretsGate(
+        condition(SECRETS_READY, True, SECRETS_AVAILABLE, SECRETS_AVAILABLE_MESSAGE),
+        authtoken_digest=sha256_hex((su_data or {})[su_key]),
+    )
+
+
+def tls_enabled(glance: Mapping[str, Any]) -> bool:
+    """True when ``database.tls.mode`` is set and not ``disabled``."""
+    mode = ((_spec(glance).get("database") or {}).get("tls") or {}).get("mode") or ""
+    return mode not in ("", "disabled")
+
+
+def tls_query(mode: str) -> dict[str, str]:
+    """The pymysql ``ssl_*`` parameters of an enabled TLS ``mode``."""
+    if mode not in TLS_MODES or mode == "disabled":
+        raise ValueError(
+            f"unknown database TLS mode {mode!r}: want one of prefer, require, verify-ca, "
+            "verify-full"
+        )
+    params = {"ssl_ca": DB_TLS_CA, "ssl_cert": DB_TLS_CERT, "ssl_key": DB_TLS_KEY}
+    if mode in ("verify-ca", "verify-full"):
+        params["ssl_verify_cert"] = "true"
+    if mode == "verify-full":
+        params["ssl_verify_identity"] = "true"
+    return params
+
+
+def _userinfo(text: str) -> str:
+    # Everything but the RFC 3986 unreserved characters, so '@', ':', '/', '?', '#', '%'
+    # and '$' can never be read as syntax by SQLAlchemy, urllib or oslo.config.
+    return quote(text, safe="")
+
+
+def _host(host: str) -> str:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return host
+    return f"[{host}]"
+
+
+def db_connection_dsn(glance: Mapping[str, Any], db_secret_data: Mapping[str, str]) -> str:
+    """The ``[database] connection`` URL of ``glance`` (§2.3 step 2, brownfield mode).
+
+    ``db_secret_data`` is the decoded data of the database credentials Secret; it must
+    carry ``username`` and ``password`` (run ``gate_secrets`` first), else ValueError.
+    """
+    missing = [k for k in DB_KEYS if not db_secret_data.get(k)]
+    if missing:
+        raise ValueError(f"database credentials lack {', '.join(missing)}")
+    database = _spec(glance).get("database") or {}
+    port = database.get("port") or DEFAULT_DB_PORT
+    query = {"charset": "utf8"}
+    if tls_enabled(glance):
+        query.update(tls_query(database["tls"]["mode"]))
+    encoded_query = urlencode(sorted(query.items())).replace("%2F", "/")
+    return (
+        f"mysql+pymysql://{_userinfo(db_secret_data[DB_USERNAME_KEY])}:"
+        f"{_userinfo(db_secret_data[DB_PASSWORD_KEY])}@{_host(database['host'])}:{port}/"
+        f"{quote(database['database'], safe='')}?{encoded_query}"
+    )
+
+
+def dsn_digest(dsn: str) -> str:
+    """The hex SHA-256 of the DSN (the pod-template ``db-connection-hash`` annotation)."""
+    return sha256_hex(dsn)

@@ -1,0 +1,904 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""One reconcile pass of a Glance, decided: the writes, the status, the events, the requeue.
+
+``decide_pass(glance_obj, plan_inputs, live, now, health=None)`` runs the pipeline of
+reference-spec §2.2 and §2.3 on what the gather step read, and returns a ``PassResult``.
+It is pure: the clock is ``now``, the cluster is ``live`` (``live_state.LiveObjects``)
+and the API health probe, when the gather step made one, is ``health``. The apply step
+performs ``actions``, the report step writes ``status_patch`` (nothing when None) and
+``events``, and the runner requeues after ``requeue_after`` seconds (0: at once; None: no
+requeue, the watches bring the next pass).
+
+The pipeline (``docs/reconcile.md`` tells it for users):
+
+0. Finalizer: a Glance being deleted only releases ``glance.openstack.c5c3.io/finalizer``
+   (brownfield mode owns nothing outside the namespace's garbage collection); a Glance
+   without it gets it (``finalizer``: the apply step adds it before any other write) and
+   the same pass goes on, so a first install needs no pass of its own for it.
+1. Secrets gate (``SecretsReady``): a missing or incomplete Secret stops the pass, which
+   writes nothing and polls every 15 s.
+2. The db-connection Secret is applied.
+3. Backends (``BackendsReady``): never stops the pass. An invalid projection keeps the
+   last-good names the live Deployment mounts (``Plan.retained``).
+4. Configuration: ``ExtraConfigHealthy`` (its Warning event only when it turns False or
+   its message changes); a ConfigError stops the pass (15 s). Once a configuration
+   exists (new or last-good) the config copies are created, old ones pruned, and the
+   HPA, NetworkPolicy, HTTPRoute and db-purge CronJob applied with their conditions,
+   whatever the later steps say (DECISIONS.md).
+5. Database (``DatabaseReady``): no configuration yet → WaitingForBackends (30 s); an
+   image tag naming another release → ImageReleaseMismatch (30 s, also during an
+   upgrade, but not when it is aborted); a release change → the expand-migrate-contract
+   upgrade (``upgrade``, reference-spec §4.13): initiation (or VersionParseError,
+   DowngradeNotSupported, UpgradePathInvalid), abort, UpgradeTargetChanged, or the
+   current phase's Job (Expanding, Migrating, Contracting) under the rerun-key rule;
+   RollingUpdate goes on to the Deployment. Otherwise the db-sync Job: running →
+   DBSyncInProgress (30 s), failed → DBSyncFailed, complete → DatabaseSynced and
+   ``installedRelease``.
+6. Deployment (``DeploymentReady``): apply the Deployment, Service and PDB; ready →
+   ``status.endpoint``; not ready → WaitingForDeployment (10 s). In RollingUpdate, only a
+   fully converged rollout counts, and it moves the upgrade on to Contracting (at once,
+   without stamping the endpoint).
+7. ``GlanceAPIReady`` from ``health`` once the Deployment is ready (10 s while unhealthy).
+
+A step that stops the pass leaves the conditions of later steps as they were. A state
+the user or the cluster will fix (a missing Secret, a failed Job, an object someone else
+owns, a refused upgrade path) is a condition, never an error: the pass always completes,
+and where the reference returns an error (and backs off) the pass emits the Warning event
+when the condition changes and asks for no requeue: the fix (a change to the Glance, a
+deleted Job) brings the next pass.
+
+While an upgrade has not yet migrated the schema (a refused or moved target, initiation,
+Expanding, Migrating) the live db-purge CronJob is kept as it is: it runs the old image
+against the old schema, as the reference's does, until the Deployment rolls.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admission import (
+    DEFAULT_RETENTION_DAYS,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import upgrade
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
+    db_purge_cronjob_name,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import InputSet
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.release import (
+    image_release_mismatch,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.render_plan import (
+    Plan,
+    build_plan,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import (
+    render_objects,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.status_writer import (
+    KEEP,
+    glance_status,
+    status_patch,
+)
+
+FINALIZER = "glance.openstack.c5c3.io/finalizer"
+ADD = "add"
+REMOVE = "remove"
+
+# --- requeue intervals, seconds (reference-spec §2.3 "Requeue intervals") ---------------
+REQUEUE_NOW = 0  # upgrade initiation, phase steps, abort
+REQUEUE_RECREATE = 5  # after deleting an object to create it again; while one is deleted
+REQUEUE_DEPLOYMENT = 10  # Deployment not ready, route not accepted, API unhealthy
+REQUEUE_HEALTH = 10
+REQUEUE_ROUTE = 10
+REQUEUE_SECRETS = 15  # Secrets gate, ConfigError
+REQUEUE_DATABASE = 30  # db-sync or a phase Job running, waiting for a backend, mismatch
+REQUEUE_CONFLICT = 30  # an owned name taken by someone else's object
+REQUEUE_GATEWAY_PROBE = 60  # spec.gateway set, no Gateway API: probed again
+
+API_PORT = do.API_PORT
+BODY_EXCERPT_BYTES = 256
+
+# --- health results (the gather step's probe of the API) --------------------------------
+HEALTH_TIMEOUT = "timeout"
+HEALTH_DNS = "dns"
+HEALTH_REFUSED = "refused"
+HEALTH_OTHER = "other"
+HEALTH_ERROR_KINDS = (HEALTH_TIMEOUT, HEALTH_DNS, HEALTH_REFUSED, HEALTH_OTHER)
+
+# --- messages ----------------------------------------------------------------------------
+DB_WAITING_FOR_BACKENDS = (
+    "Waiting for a ready default backend before provisioning the database schema"
+)
+DB_SYNCED = "Database schema is up to date (revision verified)"
+DB_SYNCED_EVENT = "Database schema is up to date"
+DEPLOYMENT_AVAILABLE = "Glance API deployment is available"
+DEPLOYMENT_NOT_AVAILABLE = "Glance API deployment is not yet available"
+ENDPOINT_NOT_CONFIGURED = "endpoint not yet configured"
+HPA_CONFIGURED = "HorizontalPodAutoscaler is configured"
+HPA_NOT_CONFIGURED = "Autoscaling is not configured"
+NP_CONFIGURED = "NetworkPolicy is configured"
+NP_NOT_CONFIGURED = "Network isolation is not configured"
+ROUTE_NOT_CONFIGURED = "External Glance API exposure via Gateway API is not configured"
+ROUTE_ACCEPTED = "HTTPRoute accepted by Gateway"
+ROUTE_NOT_ACCEPTED = "HTTPRoute not yet accepted by Gateway"
+ROUTE_NO_GATEWAY_API = (
+    "spec.gateway is set but the gateway.networking.k8s.io/v1 HTTPRoute CRD is not installed "
+    "in this cluster; install Gateway API to enable external Glance API exposure (the "
+    "operator checks again every minute)"
+)
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What the compute pass needs besides the Glance, as the gather step read it.
+
+    ``backends``: the GlanceBackends of the namespace (any parent; the pass keeps its
+    own); ``secrets``, ``configmaps``: the Secrets and ConfigMaps they and the Glance
+    reference, as API objects; ``crds`` and ``catalogs``: ``collection_files.load_crds()``
+    and ``load_catalogs()``; ``operator_namespace``: where the operator runs (the
+    NetworkPolicy admits its health check from there), None when unknown.
+    """
+
+    crds: Mapping[str, Mapping[str, Any]]
+    backends: Sequence[Mapping[str, Any]] = ()
+    secrets: Sequence[Mapping[str, Any]] = ()
+    configmaps: Sequence[Mapping[str, Any]] = ()
+    catalogs: Mapping[str, Mapping[str, Any]] | None = None
+    operator_namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class Health:
+    """One probe of ``GET <url>``: the HTTP status code, or the kind of transport error.
+
+    ``error_kind`` is None for an HTTP answer, else ``timeout``, ``dns``, ``refused`` or
+    ``other``; ``body`` is the answer's body (an excerpt goes into the condition) and
+    ``error`` the transport error's text.
+    """
+
+    url: str
+    status_code: int | None = None
+    error_kind: str | None = None
+    body: str = ""
+    error: str = ""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any] | Health) -> Health:
+        """A ``Health`` from the dict the gather step returns (``url``, ``status_code``,
+        ``error_kind``, ``body``, optionally ``error``)."""
+        if isinstance(data, Health):
+            return data
+        return cls(
+            url=str(data.get("url") or ""),
+            status_code=data.get("status_code"),
+            error_kind=data.get("error_kind"),
+            body=str(data.get("body") or ""),
+            error=str(data.get("error") or ""),
+        )
+
+
+@dataclass
+class PassResult:
+    """What one pass decided (see the module docstring)."""
+
+    actions: list[ap.Action] = field(default_factory=list)
+    status: dict[str, Any] | None = None
+    status_patch: dict[str, Any] | None = None
+    events: list[dict[str, str]] = field(default_factory=list)
+    requeue_after: int | None = None
+    finalizer: str | None = None
+    plan: Plan | None = None
+
+    @property
+    def writes(self) -> list[ap.Action]:
+        """The actions that are API writes."""
+        return ap.writes(self.actions)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "actions": [a.as_dict() for a in self.actions],
+            "status": self.status,
+            "status_patch": self.status_patch,
+            "events": self.events,
+            "requeue_after": self.requeue_after,
+            "finalizer": self.finalizer,
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# small pieces
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def service_url(glance: Mapping[str, Any]) -> str:
+    """``http://<name>.<ns>.svc.cluster.local:9292/``: the in-cluster API URL."""
+    meta = _meta(glance)
+    return f"http://{meta['name']}.{meta['namespace']}.svc.cluster.local:{API_PORT}/"
+
+
+def endpoint_url(glance: Mapping[str, Any]) -> str:
+    """``status.endpoint``: ``https://<gateway.hostname>/`` with a gateway, else the Service URL."""
+    gateway = _spec(glance).get("gateway")
+    if gateway is not None:
+        return f"https://{gateway['hostname']}/"
+    return service_url(glance)
+
+
+def health_check_url(glance: Mapping[str, Any]) -> str:
+    """What the gather step probes: always the in-cluster ``/healthcheck``, gateway or not."""
+    return service_url(glance) + do.HEALTHCHECK_PATH.lstrip("/")
+
+
+def body_excerpt(body: str) -> str:
+    """At most 256 bytes of ``body``, line breaks turned into spaces, trimmed."""
+    raw = body.encode("utf-8")[:BODY_EXCERPT_BYTES].decode("utf-8", errors="ignore")
+    return raw.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").strip()
+
+
+def health_condition(health: Health) -> tuple[dict[str, str], int | None]:
+    """``GlanceAPIReady`` from a probe (§4.14), and the requeue it asks for."""
+    url = health.url
+    if health.error_kind is None and health.status_code is not None:
+        if 200 <= health.status_code < 300:
+            return c.condition(
+                c.GLANCE_API_READY, True, c.API_HEALTHY, f"Glance API is responding at {url}"
+            ), None
+        message = f"Glance API returned HTTP {health.status_code}"
+        excerpt = body_excerpt(health.body)
+        if excerpt:
+            message += f": {excerpt}"
+        return c.condition(c.GLANCE_API_READY, False, c.API_UNHEALTHY, message), REQUEUE_HEALTH
+    detail = health.error or health.body or "no answer"
+    reason, message = {
+        HEALTH_TIMEOUT: (c.HEALTH_CHECK_TIMEOUT, f"health check of {url} timed out"),
+        HEALTH_DNS: (c.ENDPOINT_NOT_READY, f"endpoint not resolvable: {url}"),
+        HEALTH_REFUSED: (c.CONNECTION_FAILED, f"connection failed: {url}: {detail}"),
+    }.get(health.error_kind or "", (c.HEALTH_CHECK_FAILED, f"health check failed: {url}: {detail}"))
+    return c.condition(c.GLANCE_API_READY, False, reason, message), REQUEUE_HEALTH
+
+
+def _owner_uid(glance: Mapping[str, Any]) -> str:
+    return str(_meta(glance).get("uid") or "")
+
+
+def _attached_backends(glance: Mapping[str, Any], backends: Iterable[Mapping[str, Any]]) -> list:
+    name = _meta(glance).get("name")
+    namespace = _meta(glance).get("namespace")
+    return [
+        b
+        for b in backends
+        if (_spec(b).get("glanceRef") or {}).get("name") == name
+        and (_meta(b).get("namespace") or namespace) == namespace
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# the pass
+
+
+class _Pass:
+    """The state one pass accumulates: conditions, events, requeues, desired keys."""
+
+    def __init__(
+        self,
+        glance: Mapping[str, Any],
+        live: ls.LiveObjects,
+        objects: Mapping[str, dict[str, Any] | None],
+    ) -> None:
+        self.glance = glance
+        self.live = live
+        self.objects = objects
+        self.owner_uid = _owner_uid(glance)
+        status = glance.get("status") or {}
+        self.existing_status = status
+        self.existing = c.by_type(status.get("conditions") or [])
+        self.conditions: list[dict[str, str]] = []
+        self.events: list[dict[str, str]] = []
+        self.requeues: list[int] = []
+        self.desired: dict[str, dict[str, Any] | None] = {}
+        self.fields: dict[str, Any] = {}
+        # Deletions beyond the desired objects' own (the phase Jobs of an aborted upgrade).
+        self.extra_actions: list[ap.Action] = []
+        release = str(_spec(glance).get("openStackRelease") or "")
+        self.upgrade = upgrade.database_step(release, status)
+
+    # -- recording --------------------------------------------------------------------
+    def set(self, cond: dict[str, str], requeue: int | None = None) -> None:
+        self.conditions.append(cond)
+        if requeue is not None:
+            self.requeues.append(requeue)
+
+    def event(self, type_: str, reason: str, message: str) -> None:
+        self.events.append({"type": type_, "reason": reason, "message": message})
+
+    def changed(self, cond: Mapping[str, str]) -> bool:
+        """``cond`` differs from the stored one of its type in status, reason or message."""
+        old = self.existing.get(cond["type"])
+        return old is None or any(old.get(k) != cond[k] for k in ("status", "reason", "message"))
+
+    def want(self, key: str, data: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """Put ``key`` on the apply list with its rendered object (None: not wanted / not
+        yet)."""
+        obj = copy.deepcopy(self.objects.get(key)) if data is not None else None
+        if data is not None and obj is None:
+            raise ValueError(f"no rendered object for {key}")
+        self.desired[key] = obj
+        return obj
+
+    @property
+    def requeue_after(self) -> int | None:
+        return min(self.requeues) if self.requeues else None
+
+
+def _conflict(p: _Pass, type_: str, action: ap.Action) -> None:
+    reason = (
+        c.CLUSTER_IP_IMMUTABLE if action.reason == ap.CLUSTER_IP_IMMUTABLE else c.OWNERSHIP_CONFLICT
+    )
+    p.set(c.condition(type_, False, reason, action.error), REQUEUE_CONFLICT)
+
+
+def _config_step(p: _Pass, plan: Plan) -> bool:
+    """Create the config copies (or keep the last-good ones); False stops the pass."""
+    for key in ap.CREATE_ONLY:
+        p.want(key, plan.desired.get(key))
+    probe = ap.apply_actions({k: p.desired[k] for k in ap.CREATE_ONLY}, p.live, p.owner_uid)
+    for action in probe:
+        if action.reason == ap.PRUNED:
+            continue
+        if action.error:
+            _conflict(p, c.SECRETS_READY, action)
+            return False
+        if action.reason == ap.DELETING:
+            message = (
+                f"{action.kind} {action.namespace}/{action.name} is being deleted; waiting to "
+                "create it again"
+            )
+            p.set(c.condition(c.SECRETS_READY, False, c.CONFIG_ERROR, message), REQUEUE_RECREATE)
+            return False
+    return True
+
+
+def _hpa_step(p: _Pass, plan: Plan) -> None:
+    obj = p.want(do.HPA, plan.desired.get(do.HPA))
+    if obj is None:
+        p.set(c.condition(c.HPA_READY, True, c.HPA_NOT_REQUIRED, HPA_NOT_CONFIGURED))
+        return
+    action = ap.ssa_action(do.HPA, obj, p.live.get(do.HPA), p.owner_uid)
+    if action.error:
+        _conflict(p, c.HPA_READY, action)
+        return
+    p.set(c.condition(c.HPA_READY, True, c.HPA_READY_REASON, HPA_CONFIGURED))
+
+
+def _network_policy_step(p: _Pass, plan: Plan) -> None:
+    obj = p.want(do.NETWORK_POLICY, plan.desired.get(do.NETWORK_POLICY))
+    if obj is None:
+        p.set(
+            c.condition(
+                c.NETWORK_POLICY_READY, True, c.NETWORK_POLICY_NOT_REQUIRED, NP_NOT_CONFIGURED
+            )
+        )
+        return
+    action = ap.ssa_action(do.NETWORK_POLICY, obj, p.live.get(do.NETWORK_POLICY), p.owner_uid)
+    if action.error:
+        _conflict(p, c.NETWORK_POLICY_READY, action)
+        return
+    p.set(c.condition(c.NETWORK_POLICY_READY, True, c.NETWORK_POLICY_READY_REASON, NP_CONFIGURED))
+
+
+def _http_route_step(p: _Pass, plan: Plan) -> None:
+    data = plan.desired.get(do.HTTP_ROUTE)
+    not_required = c.condition(
+        c.HTTPROUTE_READY, True, c.HTTPROUTE_NOT_REQUIRED, ROUTE_NOT_CONFIGURED
+    )
+    if not p.live.gateway_api:
+        # Nothing to apply or delete: the cluster serves no HTTPRoute.
+        if data is None:
+            p.set(not_required)
+        else:
+            p.set(
+                c.condition(
+                    c.HTTPROUTE_READY, False, c.GATEWAY_API_NOT_INSTALLED, ROUTE_NO_GATEWAY_API
+                ),
+                REQUEUE_GATEWAY_PROBE,
+            )
+        return
+    obj = p.want(do.HTTP_ROUTE, data)
+    if obj is None:
+        p.set(not_required)
+        return
+    live = p.live.get(do.HTTP_ROUTE)
+    action = ap.ssa_action(do.HTTP_ROUTE, obj, live, p.owner_uid)
+    if action.error:
+        _conflict(p, c.HTTPROUTE_READY, action)
+        return
+    if action.verb == ap.NONE and action.reason == ap.UNCHANGED and ls.httproute_accepted(live):
+        p.set(c.condition(c.HTTPROUTE_READY, True, c.HTTPROUTE_ACCEPTED, ROUTE_ACCEPTED))
+        return
+    # Just written (a new generation the Gateway has not seen), being deleted, or refused.
+    p.set(
+        c.condition(c.HTTPROUTE_READY, False, c.HTTPROUTE_NOT_ACCEPTED, ROUTE_NOT_ACCEPTED),
+        REQUEUE_ROUTE,
+    )
+
+
+def _holds_old_schema(step: upgrade.Step) -> bool:
+    """The schema is not migrated yet: the upgrade is refused, starts, or expands/migrates."""
+    return step.action in (upgrade.INITIATE, upgrade.REFUSE, upgrade.TARGET_CHANGED) or (
+        step.action == upgrade.PHASE and step.phase in (upgrade.EXPANDING, upgrade.MIGRATING)
+    )
+
+
+def _db_purge_step(p: _Pass, plan: Plan) -> None:
+    live = p.live.get(do.DB_PURGE_CRONJOB)
+    purge = _spec(p.glance).get("dbPurge") or {}
+    suspended = bool(purge.get("suspend"))
+    held = live is not None and _holds_old_schema(p.upgrade)
+    if held:
+        suspended = bool((live.get("spec") or {}).get("suspend"))  # what runs is the live one
+        # Kept as it is (old image, old configuration) until the schema is migrated.
+        if ls.controlled_by_other(live, p.owner_uid):
+            _conflict(
+                p,
+                c.DB_PURGE_READY,
+                ap.ssa_action(do.DB_PURGE_CRONJOB, live, live, p.owner_uid),
+            )
+            return
+    else:
+        obj = p.want(do.DB_PURGE_CRONJOB, plan.desired.get(do.DB_PURGE_CRONJOB))
+        if obj is None:  # no configuration: not reached
+            return
+        action = ap.ssa_action(do.DB_PURGE_CRONJOB, obj, live, p.owner_uid)
+        if action.error:
+            _conflict(p, c.DB_PURGE_READY, action)
+            return
+    schedule = purge.get("schedule") or do.DEFAULT_PURGE_SCHEDULE
+    days = purge.get("retentionDays") or DEFAULT_RETENTION_DAYS
+    name = db_purge_cronjob_name(_meta(p.glance)["name"])
+    observed = ls.newest_terminal_job(p.live.jobs, name, ls.meta(live).get("uid"))
+    failed = observed is not None and ls.job_state(observed) == ls.JOB_FAILED
+    job_name = ls.meta(observed).get("name", "")
+    if suspended:
+        message = (
+            "Database purge CronJob suspended via spec.dbPurge.suspend; no rows are being "
+            f'hard-deleted and the soft-deleted backlog keeps growing (schedule "{schedule}", '
+            f"retention {days} days when resumed)"
+        )
+        if failed:
+            message += f"; the last run (Job {job_name}) failed before the pause"
+        p.set(c.condition(c.DB_PURGE_READY, True, c.DB_PURGE_SUSPENDED, message))
+        return
+    if failed:
+        cond = c.condition(
+            c.DB_PURGE_READY,
+            False,
+            c.DB_PURGE_JOB_FAILED,
+            f"Database purge Job {job_name} failed; the soft-deleted backlog is no longer "
+            "shrinking",
+        )
+        if p.changed(cond):
+            p.event(
+                "Warning",
+                c.EVENT_DB_PURGE_JOB_FAILED,
+                f"Database purge Job {job_name} failed; inspect its pod logs — the soft-deleted "
+                "image and task rows keep accumulating until a run succeeds",
+            )
+        p.set(cond)
+        return
+    p.set(
+        c.condition(
+            c.DB_PURGE_READY,
+            True,
+            c.DB_PURGE_SCHEDULED,
+            f'Database purge scheduled "{schedule}", hard-deleting rows soft-deleted more than '
+            f"{days} days ago",
+        )
+    )
+
+
+def _image_matches(p: _Pass, spec: Mapping[str, Any], release: str) -> bool:
+    """The image/release lockstep check; False (ImageReleaseMismatch, 30 s) stops the pass."""
+    tag = (spec.get("image") or {}).get("tag")
+    named = image_release_mismatch(tag, release)
+    if named is None:
+        return True
+    message = (
+        f'spec.image.tag "{tag}" names release {named}, but spec.openStackRelease is '
+        f"{release}; change them together (the database schema follows the release)"
+    )
+    p.set(
+        c.condition(c.DATABASE_READY, False, c.IMAGE_RELEASE_MISMATCH, message),
+        REQUEUE_DATABASE,
+    )
+    return False
+
+
+def _database_step(p: _Pass, plan: Plan) -> bool:
+    """The database step (brownfield); False stops the pass."""
+    spec = _spec(p.glance)
+    release = str(spec.get("openStackRelease") or "")
+    if not plan.config_map:
+        p.set(
+            c.condition(c.DATABASE_READY, False, c.WAITING_FOR_BACKENDS, DB_WAITING_FOR_BACKENDS),
+            REQUEUE_DATABASE,
+        )
+        return False
+    step = p.upgrade
+    if step.action == upgrade.ABORT:
+        _abort_upgrade(p, step)
+        return False
+    if step.check_image and not _image_matches(p, spec, release):
+        return False
+    if step.action == upgrade.SYNC:
+        return _db_sync(p, plan, release)
+    if step.action == upgrade.INITIATE:
+        cond, event = upgrade.initiated(step)
+        p.fields["target_release"] = step.target
+        p.fields["upgrade_phase"] = step.phase
+        p.events.append(event)
+        p.set(cond, REQUEUE_NOW)
+        return False
+    if step.action in (upgrade.REFUSE, upgrade.TARGET_CHANGED):
+        cond = c.condition(c.DATABASE_READY, False, step.reason, step.message)
+        if p.changed(cond):
+            p.events.append(upgrade.refused_event(step))
+        p.set(cond)
+        return False
+    if step.phase == upgrade.ROLLING_UPDATE:
+        # No Job: the Deployment step rolls the API to the new release.
+        p.set(upgrade.rolling_update())
+        return True
+    return _phase_job(p, plan, step)
+
+
+def _abort_upgrade(p: _Pass, step: upgrade.Step) -> None:
+    """The spec is back at the installed release: delete the phase Jobs, clear the phase."""
+    for key in do.DB_PHASE_JOBS:
+        action = ap.delete_action(key, p.live.get(key), p.owner_uid)
+        if action.writes:
+            p.extra_actions.append(action)
+    p.fields["target_release"] = ""
+    p.fields["upgrade_phase"] = ""
+    p.events.append(upgrade.aborted(step))
+    p.requeues.append(REQUEUE_NOW)
+
+
+_PHASE_JOB_RUNNING = {
+    ap.ABSENT: REQUEUE_DATABASE,
+    ap.JOB_RUNNING: REQUEUE_DATABASE,
+    ap.RERUN: REQUEUE_RECREATE,
+    ap.DELETING: REQUEUE_RECREATE,
+}
+
+
+def _phase_job(p: _Pass, plan: Plan, step: upgrade.Step) -> bool:
+    """Expanding, Migrating, Contracting: the phase's Job decides; False stops the pass."""
+    key = upgrade.PHASE_JOBS[step.phase]
+    job = p.want(key, plan.desired.get(key))
+    live = p.live.get(key)
+    action = ap.job_action(job, live, p.owner_uid, key)
+    if action.error:
+        _conflict(p, c.DATABASE_READY, action)
+        return False
+    if action.reason in _PHASE_JOB_RUNNING:
+        outcome = upgrade.phase_outcome(step.phase, upgrade.RUNNING, step, action.name)
+        p.set(outcome.condition, _PHASE_JOB_RUNNING[action.reason])
+        return False
+    failed = action.reason == ap.JOB_FAILED
+    outcome = upgrade.phase_outcome(
+        step.phase,
+        upgrade.FAILED if failed else upgrade.COMPLETE,
+        step,
+        action.name,
+        ls.job_failure_detail(live) if failed else "",
+    )
+    if outcome.event is not None and (not outcome.warning or p.changed(outcome.condition)):
+        p.events.append(outcome.event)
+    if outcome.next_phase == "":
+        p.fields["installed_release"] = step.target
+        p.fields["target_release"] = ""
+        p.fields["upgrade_phase"] = ""
+    elif outcome.next_phase is not None:
+        p.fields["upgrade_phase"] = outcome.next_phase
+    p.set(outcome.condition, REQUEUE_NOW if outcome.requeue_now else None)
+    return False
+
+
+def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
+    """The steady-state db-sync Job; False stops the pass."""
+    installed = str(p.existing_status.get("installedRelease") or "")
+    job = p.want(do.DB_SYNC_JOB, plan.desired.get(do.DB_SYNC_JOB))
+    action = ap.job_action(job, p.live.get(do.DB_SYNC_JOB), p.owner_uid)
+    name = action.name
+    if action.error:
+        _conflict(p, c.DATABASE_READY, action)
+        return False
+    progress = {
+        ap.ABSENT: (f"Running the db-sync Job {name}", REQUEUE_DATABASE),
+        ap.JOB_RUNNING: (f"Waiting for the db-sync Job {name} to complete", REQUEUE_DATABASE),
+        ap.RERUN: (
+            f"The pod template of the db-sync Job {name} changed (configuration, image or "
+            "environment): deleting the finished Job to run it again",
+            REQUEUE_RECREATE,
+        ),
+        ap.DELETING: (
+            f"Waiting for the previous db-sync Job {name} to be deleted",
+            REQUEUE_RECREATE,
+        ),
+    }
+    if action.reason in progress:
+        message, requeue = progress[action.reason]
+        p.set(c.condition(c.DATABASE_READY, False, c.DB_SYNC_IN_PROGRESS, message), requeue)
+        return False
+    if action.reason == ap.JOB_FAILED:
+        detail = ls.job_failure_detail(p.live.get(do.DB_SYNC_JOB)) or "see its pod logs"
+        cond = c.condition(
+            c.DATABASE_READY,
+            False,
+            c.DB_SYNC_FAILED,
+            f"db-sync Job {name} failed: {detail}; it runs again when the configuration, the "
+            "image or the environment changes, or when the Job is deleted",
+        )
+        if p.changed(cond):
+            p.event("Warning", c.EVENT_DB_SYNC_FAILED, f"db_sync job failed: {detail}")
+        p.set(cond)
+        return False
+    cond = c.condition(c.DATABASE_READY, True, c.DATABASE_SYNCED, DB_SYNCED)
+    if p.changed(cond) or installed != release:
+        p.event("Normal", c.EVENT_DATABASE_SYNCED, DB_SYNCED_EVENT)
+    p.fields["installed_release"] = release
+    p.set(cond)
+    return True
+
+
+def _deployment_step(p: _Pass, plan: Plan) -> bool:
+    """Deployment, Service, PDB; True when the Deployment is ready."""
+    deployment = p.want(do.DEPLOYMENT, plan.desired.get(do.DEPLOYMENT))
+    service = p.want(do.SERVICE, plan.desired.get(do.SERVICE))
+    pdb = p.want(do.PDB, plan.desired.get(do.PDB))
+    live_deployment = p.live.deployment
+    actions = ap.deployment_actions(deployment, live_deployment, p.owner_uid)
+    main = actions[-1]  # the Deployment's own action (after a replicas hand-over)
+    actions.append(ap.service_action(service, p.live.get(do.SERVICE), live_deployment, p.owner_uid))
+    actions.append(ap.ssa_action(do.PDB, pdb, p.live.get(do.PDB), p.owner_uid))
+    for action in actions:
+        if action.error:
+            _conflict(p, c.DEPLOYMENT_READY, action)
+            if action is main:
+                # No Service or PDB in front of pods this Glance does not run.
+                p.desired.pop(do.SERVICE)
+                p.desired.pop(do.PDB)
+            return False
+    if main.reason == ap.SELECTOR_CHANGED:
+        message = (
+            f"The selector of Deployment {main.namespace}/{main.name} changed and is immutable: "
+            "deleting it to create it again"
+        )
+        p.set(
+            c.condition(c.DEPLOYMENT_READY, False, c.WAITING_FOR_DEPLOYMENT, message),
+            REQUEUE_RECREATE,
+        )
+        return False
+    ready = main.reason == ap.UNCHANGED and ls.deployment_ready(live_deployment)
+    rolling = p.upgrade.action == upgrade.PHASE and p.upgrade.phase == upgrade.ROLLING_UPDATE
+    if ready and rolling:
+        if not upgrade.rollout_converged(live_deployment):
+            p.set(
+                c.condition(
+                    c.DEPLOYMENT_READY, False, c.WAITING_FOR_DEPLOYMENT, upgrade.ROLLOUT_WAITING
+                ),
+                REQUEUE_DEPLOYMENT,
+            )
+            return False
+        # Every pod runs the new release: contract next, at once; the endpoint waits.
+        p.fields["upgrade_phase"] = upgrade.CONTRACTING
+        p.events.append(upgrade.rollout_complete(p.upgrade))
+        p.set(
+            c.condition(c.DEPLOYMENT_READY, True, c.DEPLOYMENT_READY_REASON, DEPLOYMENT_AVAILABLE),
+            REQUEUE_NOW,
+        )
+        return False
+    if not ready:
+        p.set(
+            c.condition(
+                c.DEPLOYMENT_READY, False, c.WAITING_FOR_DEPLOYMENT, DEPLOYMENT_NOT_AVAILABLE
+            ),
+            REQUEUE_DEPLOYMENT,
+        )
+        if not p.existing_status.get("endpoint"):
+            p.set(
+                c.condition(
+                    c.GLANCE_API_READY, False, c.ENDPOINT_NOT_READY, ENDPOINT_NOT_CONFIGURED
+                ),
+                REQUEUE_HEALTH,
+            )
+        return False
+    p.fields["endpoint"] = endpoint_url(p.glance)
+    p.set(c.condition(c.DEPLOYMENT_READY, True, c.DEPLOYMENT_READY_REASON, DEPLOYMENT_AVAILABLE))
+    return True
+
+
+def _events_on_change(p: _Pass, plan: Plan, conds: Mapping[str, Mapping[str, str]]) -> None:
+    """The plan's events, each only when the condition it belongs to changed."""
+    extra = conds.get(c.EXTRA_CONFIG_HEALTHY)
+    backends = conds.get(c.BACKENDS_READY)
+    gates = {
+        c.EVENT_EXTRA_CONFIG_OWNED_KEY_OVERRIDE: extra,
+        c.EVENT_GLANCE_BACKEND_SKIPPED: backends,
+    }
+    for event in plan.events:
+        cond = gates.get(event["reason"])
+        if cond is None or p.changed(cond):
+            p.events.append(dict(event))
+
+
+def _finish(p: _Pass, plan: Plan | None, now: datetime | str) -> PassResult:
+    generation = int(_meta(p.glance).get("generation") or 1)
+    new_status = glance_status(
+        p.existing_status,
+        p.conditions,
+        generation,
+        now,
+        endpoint=p.fields.get("endpoint", KEEP),
+        installed_release=p.fields.get("installed_release", KEEP),
+        target_release=p.fields.get("target_release", KEEP),
+        upgrade_phase=p.fields.get("upgrade_phase", KEEP),
+    )
+    actions = ap.apply_actions(p.desired, p.live, p.owner_uid) + p.extra_actions
+    return PassResult(
+        actions=actions,
+        status=new_status,
+        status_patch=status_patch(p.existing_status, new_status),
+        events=p.events,
+        requeue_after=p.requeue_after,
+        plan=plan,
+    )
+
+
+def is_active(glance_obj: Mapping[str, Any]) -> bool:
+    """The pass goes beyond step 0: the Glance is not being deleted (a missing finalizer
+    is added by the same pass). A Glance being deleted only releases the finalizer, and
+    its pass needs nothing but the Glance itself."""
+    return not _meta(glance_obj).get("deletionTimestamp")
+
+
+def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.LiveObjects) -> Plan:
+    """The compute half of a pass: ``build_plan`` on what the gather step read, with the
+    last-good names the live Deployment mounts and the latched Service selector. The
+    roles render ``plan.desired``; ``decide_pass`` takes what they rendered."""
+    mounted = ls.mounted_artifacts(live.deployment)
+    found = InputSet(
+        glance=dict(glance_obj),
+        backends=[dict(b) for b in _attached_backends(glance_obj, plan_inputs.backends)],
+        secrets=[dict(s) for s in plan_inputs.secrets],
+        configmaps=[dict(m) for m in plan_inputs.configmaps],
+    )
+    return build_plan(
+        found,
+        plan_inputs.crds,
+        plan_inputs.catalogs,
+        configmaps=decode_configmaps(plan_inputs.configmaps),
+        last_good=mounted if all(mounted) else None,
+        narrow_selector=ls.narrow_selector(live.get(do.SERVICE), live.deployment),
+        operator_namespace=plan_inputs.operator_namespace,
+        stored=True,
+    )
+
+
+def decide_pass(
+    glance_obj: Mapping[str, Any],
+    plan_inputs: PlanInputs,
+    live: ls.LiveObjects,
+    now: datetime | str,
+    health: Mapping[str, Any] | Health | None = None,
+    objects: Mapping[str, dict[str, Any] | None] | None = None,
+    plan: Plan | None = None,
+) -> PassResult:
+    """Decide one reconcile pass of ``glance_obj`` (see the module docstring).
+
+    ``objects``: the owned objects the roles rendered from ``pass_plan(...).desired``, by
+    key (``role_templates.objects_by_key``); when None they are rendered here from the
+    same templates (``role_templates.render_objects``). ``plan``: ``pass_plan`` of the same
+    arguments when the caller has it already (None: computed here).
+    """
+    meta = _meta(glance_obj)
+    finalizers = list(meta.get("finalizers") or [])
+    if meta.get("deletionTimestamp"):
+        return PassResult(finalizer=REMOVE if FINALIZER in finalizers else None)
+    result = _decide(glance_obj, plan_inputs, live, now, health, objects, plan)
+    if FINALIZER not in finalizers:
+        # Added by the apply step before any other write; the pass does not stop for it.
+        result.finalizer = ADD
+    return result
+
+
+def _decide(
+    glance_obj: Mapping[str, Any],
+    plan_inputs: PlanInputs,
+    live: ls.LiveObjects,
+    now: datetime | str,
+    health: Mapping[str, Any] | Health | None,
+    objects: Mapping[str, dict[str, Any] | None] | None,
+    plan: Plan | None = None,
+) -> PassResult:
+    """Steps 1 to 7 of a Glance that is not being deleted."""
+    if plan is None:
+        plan = pass_plan(glance_obj, plan_inputs, live)
+    if objects is None:
+        objects = render_objects(plan.desired) if not plan.errors else {}
+    p = _Pass(glance_obj, live, objects)
+    if plan.errors:
+        message = "the stored objects are refused: " + "; ".join(plan.errors)
+        p.set(c.condition(c.SECRETS_READY, False, c.CONFIG_ERROR, message))
+        return _finish(p, plan, now)
+
+    conds = c.by_type(plan.glance_conditions)
+    secrets = conds[c.SECRETS_READY]
+    # 1. the Secrets gate
+    if secrets["reason"] in (c.WAITING_FOR_DB_CREDENTIALS, c.WAITING_FOR_SERVICE_USER_CREDENTIALS):
+        p.set(dict(secrets), REQUEUE_SECRETS)
+        for type_ in (c.BACKENDS_READY, c.EXTRA_CONFIG_HEALTHY):
+            p.set(dict(conds[type_]))
+        _events_on_change(p, plan, conds)
+        return _finish(p, plan, now)
+    # 2. the db-connection Secret
+    connection = p.want(do.DB_CONNECTION_SECRET, plan.desired.get(do.DB_CONNECTION_SECRET))
+    connection_action = (
+        ap.ssa_action(
+            do.DB_CONNECTION_SECRET, connection, live.get(do.DB_CONNECTION_SECRET), p.owner_uid
+        )
+        if connection is not None
+        else None
+    )
+    # 3. backends, 4. configuration
+    p.set(dict(conds[c.BACKENDS_READY]))
+    p.set(dict(conds[c.EXTRA_CONFIG_HEALTHY]))
+    _events_on_change(p, plan, conds)
+    if connection_action is not None and connection_action.error:
+        _conflict(p, c.SECRETS_READY, connection_action)
+        return _finish(p, plan, now)
+    if plan.config_error:
+        p.set(dict(secrets), REQUEUE_SECRETS)
+        return _finish(p, plan, now)
+    p.set(dict(secrets))
+    if plan.config_map:
+        if not _config_step(p, plan):
+            return _finish(p, plan, now)
+        # Applied as soon as a configuration exists (DECISIONS.md), whatever follows.
+        _hpa_step(p, plan)
+        _network_policy_step(p, plan)
+        _http_route_step(p, plan)
+        _db_purge_step(p, plan)
+    # 5. database, 6. deployment, 7. API health
+    if not _database_step(p, plan):
+        return _finish(p, plan, now)
+    if not _deployment_step(p, plan):
+        return _finish(p, plan, now)
+    if health is not None:
+        cond, requeue = health_condition(Health.from_data(health))
+        p.set(cond, requeue)
+    return _finish(p, plan, now)
+
+
+def decode_configmaps(configmaps: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """ConfigMap name -> its ``data``."""
+    return {
+        str(_meta(m).get("name")): {str(k): str(v) for k, v in (m.get("data") or {}).items()}
+        for m in configmaps
+    }

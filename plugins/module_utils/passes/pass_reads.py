@@ -1,0 +1,133 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""What the gather step reads for one pass, decided without the cluster.
+
+A pass reads a fixed, small set of objects: the custom resource, its siblings, the
+Secrets and ConfigMaps the spec names, and the objects the Glance owns (by their fixed
+names, or listed by a label). ``glance_reads`` and ``backend_reads`` name them; the
+gather module performs the reads, one API request each, and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.backend_projection import (
+    credentials_secret,
+    is_attached,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
+    CONFIG_BASE_LABEL,
+    backends_base,
+    config_base,
+    db_purge_cronjob_name,
+)
+
+GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
+HTTP_ROUTE_API = "gateway.networking.k8s.io/v1"
+
+
+@dataclass(frozen=True)
+class Read:
+    """One GET (``name`` set) or LIST (``label_selector``, may be empty) in ``namespace``.
+
+    ``owned``: the read is of objects the Glance owns (the live state the apply step
+    compares with), not of an input the spec names.
+    """
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str | None = None
+    label_selector: str | None = None
+    owned: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "api_version": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "label_selector": self.label_selector,
+            "owned": self.owned,
+        }
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def _selector(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def referenced_secrets(glance: Mapping[str, Any], backends: Iterable[Mapping[str, Any]]) -> list:
+    """The Secret names the pass reads: database and service-user credentials, and the S3
+    credentials of every backend attached to this Glance. Sorted, without repeats."""
+    spec = _spec(glance)
+    names = {
+        ((spec.get("database") or {}).get("secretRef") or {}).get("name"),
+        ((spec.get("serviceUser") or {}).get("secretRef") or {}).get("name"),
+    }
+    names |= {credentials_secret(b) for b in backends if is_attached(b, glance)}
+    return sorted(n for n in names if n)
+
+
+def referenced_configmaps(glance: Mapping[str, Any]) -> list:
+    """The ConfigMap names the pass reads: the policy overrides' ``configMapRef``."""
+    ref = (_spec(glance).get("policyOverrides") or {}).get("configMapRef") or {}
+    return [ref["name"]] if ref.get("name") else []
+
+
+def owned_reads(name: str, namespace: str, gateway_api: bool) -> list[Read]:
+    """The objects a Glance named ``name`` owns, as ``live_state.live_objects`` sorts them:
+    the fixed names, the content-addressed copies by their config-base label, and the Jobs
+    by the common labels (the db-sync Job and the db-purge runs)."""
+    fixed = [
+        ("v1", "Secret", name + do.DB_CONNECTION_SUFFIX),
+        ("apps/v1", "Deployment", name),
+        ("v1", "Service", name),
+        ("policy/v1", "PodDisruptionBudget", name),
+        ("autoscaling/v2", "HorizontalPodAutoscaler", name),
+        ("networking.k8s.io/v1", "NetworkPolicy", name),
+        ("batch/v1", "CronJob", db_purge_cronjob_name(name)),
+    ]
+    if gateway_api:
+        fixed.append((HTTP_ROUTE_API, "HTTPRoute", name))
+    listed = [
+        ("v1", "ConfigMap", f"{CONFIG_BASE_LABEL}={config_base(name)}"),
+        ("v1", "Secret", f"{CONFIG_BASE_LABEL}={backends_base(name)}"),
+        ("batch/v1", "Job", _selector(do.common_labels(name))),
+    ]
+    return [Read(api, kind, namespace, name=n, owned=True) for api, kind, n in fixed] + [
+        Read(api, kind, namespace, label_selector=sel, owned=True) for api, kind, sel in listed
+    ]
+
+
+def glance_reads(
+    glance: Mapping[str, Any], backends: Iterable[Mapping[str, Any]], gateway_api: bool
+) -> list[Read]:
+    """Everything a Glance pass reads once the Glance and its namespace's backends are in."""
+    meta = glance.get("metadata") or {}
+    name, namespace = str(meta["name"]), str(meta["namespace"])
+    reads = [Read("v1", "Secret", namespace, name=s) for s in referenced_secrets(glance, backends)]
+    reads += [Read("v1", "ConfigMap", namespace, name=m) for m in referenced_configmaps(glance)]
+    return reads + owned_reads(name, namespace, gateway_api)
+
+
+def backend_reads(backend: Mapping[str, Any]) -> list[Read]:
+    """A GlanceBackend pass: its parent Glance, its credentials Secret, the parent's
+    Deployment (the backends Secret it mounts is read once the Deployment is in)."""
+    meta = backend.get("metadata") or {}
+    namespace = str(meta["namespace"])
+    parent = str((_spec(backend).get("glanceRef") or {}).get("name") or "")
+    reads = [Read(GROUP_VERSION, "Glance", namespace, name=parent)] if parent else []
+    secret = credentials_secret(backend)
+    if secret:
+        reads.append(Read("v1", "Secret", namespace, name=secret))
+    if parent:
+        reads.append(Read("apps/v1", "Deployment", namespace, name=parent))
+    return reads

@@ -1,0 +1,367 @@
+# Copyright: C5C3 Glance operator authors
+# Apache License 2.0 (see LICENSE)
+"""The three steps of a pass that talk to the cluster: gather, apply, report.
+
+Each step is one function from its validated parameters to its result (a plain dict, with
+``failed`` and ``msg`` when the cluster could not be read or refused a write), and one
+argument spec. The modules ``plugins/modules/{gather,apply,report}.py`` wrap them for a
+module process; the action plugins of the same names run them in the playbook's own
+process (``docs/reconcile.md``, "Where a pass's time goes"). So both paths do exactly the
+same requests and return exactly the same results.
+
+* ``gather(params)``: the reads of one Glance or GlanceBackend pass (``pass_reads``), and
+  the health probe once the Deployment is ready. Reads only.
+* ``apply(params, check_mode)``: the decided actions in order, and the finalizer change:
+  an addition before the first write, a removal after the last.
+* ``report(params, check_mode)``: the status merge patch and the events.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (
+    ApiError,
+    KubeClient,
+    KubeConfigError,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_module import (
+    CONNECTION_OPTIONS,
+    client_from_params,
+    operator_namespace,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_reads as pr
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance_pass import is_active
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.probe import probe_health
+
+GATHER_SPEC: dict[str, dict[str, Any]] = {
+    "kind": {"type": "str", "required": True, "choices": ["Glance", "GlanceBackend"]},
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str", "required": True},
+    "object": {"type": "dict"},
+    "health_check": {"type": "bool", "default": True},
+    "health_timeout": {"type": "float", "default": 10.0},
+    **CONNECTION_OPTIONS,
+}
+
+APPLY_SPEC: dict[str, dict[str, Any]] = {
+    "actions": {"type": "list", "elements": "dict", "default": []},
+    "object": {"type": "dict", "required": True},
+    "finalizer": {"type": "str", "choices": ["add", "remove"]},
+    "finalizer_name": {"type": "str", "default": "glance.openstack.c5c3.io/finalizer"},
+    **CONNECTION_OPTIONS,
+}
+
+REPORT_SPEC: dict[str, dict[str, Any]] = {
+    "object": {"type": "dict", "required": True},
+    "status_patch": {"type": "dict"},
+    "events": {"type": "list", "elements": "dict", "default": []},
+    "component": {"type": "str", "default": "c5c3-glance-operator"},
+    **CONNECTION_OPTIONS,
+}
+
+EVENT_MESSAGE_LIMIT = 1024
+
+_ERRORS = (ApiError, KubeConfigError, OSError)
+
+
+def _requests(client: KubeClient | None) -> int:
+    return client.requests if client else 0
+
+
+# -- gather ---------------------------------------------------------------------------------
+
+
+def _read(client: KubeClient, read: pr.Read) -> list:
+    """The objects one read returns (a GET: zero or one)."""
+    if read.name is not None:
+        obj = client.get(read.api_version, read.kind, read.name, read.namespace)
+        if obj is None:
+            return []
+        obj.setdefault("apiVersion", read.api_version)
+        obj.setdefault("kind", read.kind)
+        return [obj]
+    return client.list(
+        read.api_version, read.kind, read.namespace, label_selector=read.label_selector
+    )
+
+
+def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout: float) -> dict:
+    namespace = glance["metadata"]["namespace"]
+    backends = client.list(pr.GROUP_VERSION, "GlanceBackend", namespace)
+    gateway_api = client.serves(pr.HTTP_ROUTE_API, "HTTPRoute")
+    secrets, configmaps, owned = [], [], []
+    for read in pr.glance_reads(glance, backends, gateway_api):
+        found = _read(client, read)
+        if read.owned:
+            owned.extend(found)
+        elif read.kind == "Secret":
+            secrets.extend(found)
+        else:
+            configmaps.extend(found)
+    live = ls.live_objects(glance["metadata"]["name"], owned, gateway_api=gateway_api)
+    health = None
+    if health_check and ls.deployment_ready(live.deployment):
+        health = probe_health(client, glance, timeout)
+    return {
+        "backends": backends,
+        "secrets": secrets,
+        "configmaps": configmaps,
+        "owned": owned,
+        "gateway_api": gateway_api,
+        "health": health,
+        "operator_namespace": operator_namespace(),
+    }
+
+
+def gather_backend(client: KubeClient, backend: dict) -> dict:
+    out: dict = {"parent": None, "secrets": [], "parent_deployment": None, "mounted_secret": None}
+    for read in pr.backend_reads(backend):
+        found = _read(client, read)
+        if read.kind == "Glance":
+            out["parent"] = found[0] if found else None
+        elif read.kind == "Secret":
+            out["secrets"].extend(found)
+        elif read.kind == "Deployment":
+            out["parent_deployment"] = found[0] if found else None
+    _, mounted = ls.mounted_artifacts(out["parent_deployment"])
+    if mounted:
+        out["mounted_secret"] = client.get(
+            "v1", "Secret", mounted, backend["metadata"]["namespace"]
+        )
+    return out
+
+
+def gather(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The gather step (``plugins/modules/gather.py`` documents the result)."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    client = None
+    try:
+        client = client_from_params(p)
+        obj = p["object"]
+        if not obj:
+            obj = client.get(pr.GROUP_VERSION, p["kind"], p["name"], p["namespace"])
+        result: dict = {"found": obj is not None, "object": obj, "now": now}
+        if obj is not None:
+            obj.setdefault("apiVersion", pr.GROUP_VERSION)
+            obj.setdefault("kind", p["kind"])
+            if p["kind"] == "Glance":
+                result["active"] = is_active(obj)
+                if result["active"]:
+                    result.update(
+                        gather_glance(client, obj, p["health_check"], p["health_timeout"])
+                    )
+            else:
+                result.update(gather_backend(client, obj))
+    except _ERRORS as exc:
+        return {
+            "failed": True,
+            "msg": f"gather {p['kind']} {p['namespace']}/{p['name']}: {exc}",
+            "api_requests": _requests(client),
+        }
+    result["api_requests"] = client.requests
+    result["changed"] = False
+    return result
+
+
+# -- apply ----------------------------------------------------------------------------------
+
+
+class Refused(Exception):
+    """A write the operator will not make (someone else's object of an owned name)."""
+
+
+def _create(client: KubeClient, action: dict, owner_uid: str) -> dict:
+    obj = action["object"]
+    try:
+        return client.create(obj, field_manager=action.get("field_manager"))
+    except ApiError as exc:
+        if not exc.already_exists:
+            raise
+    existing = client.get(
+        action["api_version"], action["kind"], action["name"], action["namespace"]
+    )
+    again = ap.create_only_action(action.get("key") or "", obj, existing, owner_uid)
+    if again.error:
+        raise Refused(again.error)
+    return existing or {}
+
+
+def perform(client: KubeClient, action: dict, owner_uid: str) -> dict:
+    """One write; the object the API server answered with (or {} for a delete)."""
+    verb = action["verb"]
+    if verb == ap.APPLY:
+        return client.apply(action["object"], action.get("field_manager") or ap.FIELD_MANAGER)
+    if verb == ap.CREATE:
+        return _create(client, action, owner_uid)
+    if verb == ap.DELETE:
+        return (
+            client.delete(
+                action["api_version"],
+                action["kind"],
+                action["name"],
+                action["namespace"],
+                propagation_policy=action.get("propagation_policy"),
+            )
+            or {}
+        )
+    raise ValueError(f"unknown verb {verb!r}")
+
+
+def finalizer_patch(reference: Mapping[str, Any], change: str, name: str) -> dict | None:
+    """The merge patch adding or removing ``name``; None when there is nothing to do."""
+    current = list(reference.get("finalizers") or [])
+    if change == "add" and name not in current:
+        wanted = [*current, name]
+    elif change == "remove" and name in current:
+        wanted = [f for f in current if f != name]
+    else:
+        return None
+    return {"metadata": {"finalizers": wanted, "resourceVersion": reference["resource_version"]}}
+
+
+def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
+    """The apply step (``plugins/modules/apply.py`` documents the result)."""
+    ref = p["object"]
+    writes = [a for a in p["actions"] if a.get("verb") != ap.NONE]
+    patch = finalizer_patch(ref, p["finalizer"], p["finalizer_name"]) if p["finalizer"] else None
+    written: list[dict] = []
+    if check_mode or (not writes and patch is None):
+        written = [{k: a.get(k) for k in ("verb", "kind", "name", "reason")} for a in writes]
+        return {"changed": bool(written or patch), "written": written, "api_requests": 0}
+    client = None
+    current = None
+    finalizer = {"verb": "finalizer", "kind": ref["kind"], "name": ref["name"]}
+    done = {"verb": f"{p['finalizer']}-finalizer", "kind": ref["kind"], "name": ref["name"]}
+    try:
+        client = client_from_params(p)
+        if patch is not None and p["finalizer"] == "add":
+            current = finalizer
+            client.patch(ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch)
+            written.append(done)
+        for action in writes:
+            current = action
+            answer = perform(client, action, str(ref.get("uid") or ""))
+            written.append(
+                {
+                    **{k: action.get(k) for k in ("verb", "kind", "name", "reason")},
+                    "resource_version": (answer.get("metadata") or {}).get("resourceVersion"),
+                }
+            )
+        if patch is not None and p["finalizer"] == "remove":
+            current = finalizer
+            client.patch(ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch)
+            written.append(done)
+    except (*_ERRORS, Refused) as exc:
+        what = (
+            f"{current['verb']} {current['kind']} {ref.get('namespace')}/{current['name']}"
+            if current
+            else "connect"
+        )
+        return {
+            "failed": True,
+            "msg": f"{what}: {exc}",
+            "written": written,
+            "api_requests": _requests(client),
+        }
+    return {"changed": bool(written), "written": written, "api_requests": client.requests}
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def event_object(
+    ref: Mapping[str, Any], event: Mapping[str, Any], component: str, now: datetime.datetime
+) -> dict:
+    """A core/v1 Event about ``ref`` (named ``<name>.<hex nanoseconds>``, as client-go does)."""
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{ref['name']}.{time.time_ns():x}",
+            "namespace": ref["namespace"],
+        },
+        "involvedObject": {
+            "apiVersion": ref["api_version"],
+            "kind": ref["kind"],
+            "name": ref["name"],
+            "namespace": ref["namespace"],
+            "uid": ref.get("uid"),
+        },
+        "type": event.get("type") or "Normal",
+        "reason": event["reason"],
+        "message": str(event.get("message") or "")[:EVENT_MESSAGE_LIMIT],
+        "source": {"component": component},
+        "reportingComponent": component,
+        "reportingInstance": os.environ.get("POD_NAME") or os.uname().nodename,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+def report(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
+    """The report step (``plugins/modules/report.py`` documents the result)."""
+    ref = p["object"]
+    if check_mode or (not p["status_patch"] and not p["events"]):
+        return {
+            "changed": bool(p["status_patch"] or p["events"]),
+            "status_written": False,
+            "events_written": 0,
+            "api_requests": 0,
+        }
+    client = None
+    status_written, events_written = False, 0
+    try:
+        client = client_from_params(p)
+        if p["status_patch"]:
+            try:
+                client.patch(
+                    ref["api_version"],
+                    ref["kind"],
+                    ref["name"],
+                    ref["namespace"],
+                    p["status_patch"],
+                    subresource="status",
+                )
+                status_written = True
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+        now = datetime.datetime.now(datetime.UTC)
+        for event in p["events"]:
+            client.create(event_object(ref, event, p["component"], now))
+            events_written += 1
+    except _ERRORS as exc:
+        return {
+            "failed": True,
+            "msg": f"report {ref.get('kind')} {ref.get('namespace')}/{ref.get('name')}: {exc}",
+            "status_written": status_written,
+            "events_written": events_written,
+            "api_requests": _requests(client),
+        }
+    return {
+        "changed": status_written or events_written > 0,
+        "status_written": status_written,
+        "events_written": events_written,
+        "api_requests": client.requests,
+    }
+
+
+__all__ = [
+    "APPLY_SPEC",
+    "GATHER_SPEC",
+    "REPORT_SPEC",
+    "apply",
+    "event_object",
+    "finalizer_patch",
+    "gather",
+    "report",
+]
