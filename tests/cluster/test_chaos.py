@@ -20,7 +20,10 @@ its data, and only the failures the fault explains:
    on every pod throughout, no pod restarts, transfers fail while it is away and work again
    after, no image is ``active`` without its data;
 4. MariaDB restarted (down 10 s): requests fail while it is down, the API recovers with no
-   restart.
+   restart;
+8. a drain through the eviction API: the node cordoned, the first API pod evicted, the
+   second refused by the PodDisruptionBudget while it is the last one, evicted once the
+   first's replacement runs; no request fails.
 
 docs/operations.md keeps the measured table and what each fault means for users.
 """
@@ -406,3 +409,52 @@ def test_mariadb_restarted(node, client, services, table):
     assert row.restarted == 0 and row.rollouts == 0, row
     assert not row.health, row.health[:10]
     assert not late_failures(load, ended), late_failures(load, ended)
+
+
+# --- 8. a drain -----------------------------------------------------------------------------
+
+
+def evict(node, pod: str) -> subprocess.CompletedProcess:
+    """The eviction API, as ``kubectl drain`` calls it, for one pod of the chaos namespace."""
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": NAMESPACE},
+    }
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}/eviction"
+    return node.kubectl("create", "--raw", path, "-f", "-", input=json.dumps(body), check=False)
+
+
+def test_a_drain_keeps_the_floor_the_pdb_promises(node, client, table):
+    """The node cordoned, both API pods evicted in turn, as ``kubectl drain`` does: the first
+    goes; its replacement cannot be scheduled, so the PDB (``minAvailable: 1``) refuses the
+    second; uncordoned, the replacement runs, and then the second may go too."""
+    name = get(node, "nodes")["items"][0]["metadata"]["name"]
+    seen: dict[str, str] = {}
+
+    def act() -> float:
+        first, second = sorted(p["metadata"]["name"] for p in api_pods(node))
+        node.kubectl("cordon", name)
+        try:
+            evicted = evict(node, first)
+            assert evicted.returncode == 0, evicted.stderr
+            wait_until(
+                "the evicted pod gone",
+                lambda: first not in {p["metadata"]["name"] for p in api_pods(node)},
+                180,
+            )
+            refused = evict(node, second)
+            seen["refused"] = refused.stderr.strip().splitlines()[-1] if refused.stderr else ""
+            assert refused.returncode != 0, "the PDB let the last API pod be evicted"
+            assert "disruption budget" in refused.stderr, refused.stderr
+        finally:
+            node.kubectl("uncordon", name)
+        wait_until("two API pods Ready again", lambda: two_ready(node), 300, interval=2)
+        evicted = evict(node, second)
+        assert evicted.returncode == 0, evicted.stderr
+        return time.monotonic()
+
+    row, load, _ = under_load(node, client, "drain: both pods evicted", act, table)
+    row.note += f"; the second eviction while one pod was left: {seen.get('refused', '')[:120]}"
+    assert row.rollouts == 0, row
+    assert not load.failed(), [f"{r.op}: {r.detail}" for r in load.failed()]
