@@ -137,6 +137,10 @@ cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address
 	PATH="$(KUBE_ASSETS_DIR):$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \
 	  $(BIN)/python -m cluster.serve
 
+.PHONY: chaos
+chaos: venv e2e-env ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load; prints one row per fault
+	$(BIN)/python -m pytest -q tests/cluster/test_chaos.py
+
 .PHONY: cluster-test
 cluster-test: venv e2e-env ## The cluster tier (tests/cluster): images built, installed with kubectl, Glance served from pods
 	$(BIN)/python -m pytest -q tests/cluster

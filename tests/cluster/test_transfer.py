@@ -23,10 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import statistics
-import time
-import urllib.parse
 from collections.abc import Callable
-from http import client as httpclient
 from pathlib import Path
 
 import pytest
@@ -34,6 +31,7 @@ from e2e.procstat import group_cpu_seconds
 from e2e.stack import DEMO_PASSWORD, Stack, StackError, http
 
 from cluster.conftest import wait_until
+from cluster.load import download, upload
 from cluster.objects import apply, conditions, get, glance_pods, pod_ready, sample_documents
 
 pytestmark = pytest.mark.cluster
@@ -41,7 +39,6 @@ pytestmark = pytest.mark.cluster
 NAMESPACE = "transfer"
 SIZE = 128 * 2**20
 ROUNDS = 3
-CHUNK = 2**20
 LIMITS = {
     "rendered (500m CPU limit)": None,
     "2 CPUs": {
@@ -49,44 +46,6 @@ LIMITS = {
         "limits": {"cpu": "2", "memory": "1Gi"},
     },
 }
-
-
-def upload(url: str, token: str, image_id: str, source: Path) -> float:
-    parts = urllib.parse.urlsplit(url)
-    conn = httpclient.HTTPConnection(parts.hostname, parts.port, timeout=300, blocksize=CHUNK)
-    started = time.monotonic()
-    with source.open("rb") as body:
-        conn.request(
-            "PUT",
-            f"/v2/images/{image_id}/file",
-            body=body,
-            headers={
-                "X-Auth-Token": token,
-                "Content-Type": "application/octet-stream",
-                "Content-Length": str(SIZE),
-            },
-        )
-        resp = conn.getresponse()
-        resp.read()
-    took = time.monotonic() - started
-    conn.close()
-    assert resp.status == 204, resp.status
-    return took
-
-
-def download(url: str, token: str, image_id: str) -> tuple[float, str]:
-    parts = urllib.parse.urlsplit(url)
-    conn = httpclient.HTTPConnection(parts.hostname, parts.port, timeout=300)
-    started = time.monotonic()
-    conn.request("GET", f"/v2/images/{image_id}/file", headers={"X-Auth-Token": token})
-    resp = conn.getresponse()
-    assert resp.status == 200, resp.status
-    digest = hashlib.sha256()
-    while chunk := resp.read(CHUNK):
-        digest.update(chunk)
-    took = time.monotonic() - started
-    conn.close()
-    return took, digest.hexdigest()
 
 
 def rounds(

@@ -685,6 +685,25 @@ class Stack:
                 "--skip-name-resolve",
             ],
         )
+        self._mariadbd()
+        self.run(
+            "mariadb-sql",
+            [
+                debian_program("mariadb"),
+                "--no-defaults",
+                f"--socket={sock}",
+                "-uroot",
+                "-e",
+                f"CREATE USER '{DB_USER}'@'%' IDENTIFIED BY '{DB_PASSWORD}';",
+            ],
+        )
+        self.create_database("glance")
+
+    def _mariadbd(self) -> None:
+        """The server on the datadir :meth:`_mariadb` made, ready."""
+        base = self.root / "mariadb"
+        data, sock = base / "data", base / "mysqld.sock"
+        user = getpass.getuser()
         proc = self.spawn(
             "mariadbd",
             [
@@ -709,18 +728,16 @@ class Stack:
             proc,
             READY_TIMEOUT,
         )
-        self.run(
-            "mariadb-sql",
-            [
-                debian_program("mariadb"),
-                "--no-defaults",
-                f"--socket={sock}",
-                "-uroot",
-                "-e",
-                f"CREATE USER '{DB_USER}'@'%' IDENTIFIED BY '{DB_PASSWORD}';",
-            ],
-        )
-        self.create_database("glance")
+        self.mariadb = proc
+
+    def restart_mariadb(self, down: float) -> float:
+        """Stop MariaDB (SIGTERM, as a service restart does), keep it down ``down`` seconds,
+        start it again on the same datadir and port; the seconds until it answered again."""
+        self.mariadb.stop()
+        self.processes.remove(self.mariadb)
+        time.sleep(down)
+        self._mariadbd()
+        return self.timings["mariadb ready"]
 
     def create_database(self, name: str) -> None:
         """An empty database ``name`` the Glance DB user owns (MariaDB's root socket)."""

@@ -1,0 +1,255 @@
+"""A client load through a Glance's Service, every request recorded, and the images checked.
+
+``Load`` runs workers that each loop over: create an image and upload it (16 to 64 MiB of
+random bytes, ``PUT`` with Content-Length), download an image it uploaded and compare its
+SHA-256, list the images. Every request is a ``Request`` (what, when, ok or why not). What
+the load uploaded with a 204 it keeps (id and digest): :func:`lost_or_corrupted` asks the API
+for each afterwards (active, the same bytes), and :func:`active_without_data` finds any
+image the API calls ``active`` whose data cannot be read back whole.
+
+``upload`` and ``download`` are the two transfers of ``test_transfer.py`` too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from http import client as httpclient
+from pathlib import Path
+
+from e2e.stack import http
+
+CHUNK = 2**20
+SIZES = (16 * 2**20, 32 * 2**20, 64 * 2**20)
+
+
+def _connection(url: str, timeout: float) -> httpclient.HTTPConnection:
+    parts = urllib.parse.urlsplit(url)
+    return httpclient.HTTPConnection(parts.hostname, parts.port, timeout=timeout, blocksize=CHUNK)
+
+
+def upload(url: str, token: str, image_id: str, source: Path, timeout: float = 300) -> float:
+    """``PUT /v2/images/<id>/file`` of ``source`` with its Content-Length; the seconds.
+    AssertionError with the status and the body's start when the answer is not 204."""
+    conn = _connection(url, timeout)
+    started = time.monotonic()
+    try:
+        with source.open("rb") as body:
+            conn.request(
+                "PUT",
+                f"/v2/images/{image_id}/file",
+                body=body,
+                headers={
+                    "X-Auth-Token": token,
+                    "Content-Type": "application/octet-stream",
+                    "Content-Length": str(source.stat().st_size),
+                },
+            )
+            resp = conn.getresponse()
+            text = resp.read()
+    finally:
+        conn.close()
+    assert resp.status == 204, f"{resp.status} {text[:200]!r}"
+    return time.monotonic() - started
+
+
+def download(url: str, token: str, image_id: str, timeout: float = 300) -> tuple[float, str]:
+    """``GET /v2/images/<id>/file``: the seconds and the SHA-256 of what came back.
+    AssertionError with the status and the body's start when the answer is not 200."""
+    conn = _connection(url, timeout)
+    started = time.monotonic()
+    try:
+        conn.request("GET", f"/v2/images/{image_id}/file", headers={"X-Auth-Token": token})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise AssertionError(f"{resp.status} {resp.read()[:200]!r}")
+        digest = hashlib.sha256()
+        while chunk := resp.read(CHUNK):
+            digest.update(chunk)
+    finally:
+        conn.close()
+    return time.monotonic() - started, digest.hexdigest()
+
+
+@dataclass
+class Request:
+    op: str
+    started: float
+    ended: float
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Source:
+    path: Path
+    digest: str
+
+
+def make_sources(directory: Path) -> list[Source]:
+    """One file of random bytes per size of ``SIZES``."""
+    out = []
+    for size in SIZES:
+        path = directory / f"load-{size // 2**20}m.raw"
+        data = random.randbytes(size)
+        path.write_bytes(data)
+        out.append(Source(path, hashlib.sha256(data).hexdigest()))
+    return out
+
+
+@dataclass
+class Load:
+    url: str
+    token: str
+    sources: list[Source]
+    workers: int = 3
+    prefix: str = "load"
+    requests: list[Request] = field(default_factory=list)
+    uploaded: dict[str, str] = field(default_factory=dict)
+    attempted: set[str] = field(default_factory=set)
+
+    def __post_init__(self):
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._names = itertools.count()
+
+    # -- the workers ------------------------------------------------------------------------
+
+    def _record(self, op: str, started: float, ok: bool, detail: str = "") -> None:
+        with self._lock:
+            self.requests.append(Request(op, started, time.monotonic(), ok, detail))
+
+    def _do(self, op: str, action) -> object | None:
+        started = time.monotonic()
+        try:
+            result = action()
+        except Exception as exc:  # every failure is a recorded request, not a crash
+            self._record(op, started, False, f"{type(exc).__name__}: {exc}"[:300])
+            return None
+        self._record(op, started, True)
+        return result
+
+    def _create(self) -> str:
+        name = f"{self.prefix}-{next(self._names)}"
+        body = {"name": name, "disk_format": "raw", "container_format": "bare"}
+        created = http("POST", f"{self.url}/v2/images", body, {"X-Auth-Token": self.token})
+        assert created.status == 201, f"{created.status} {created.body[:200]!r}"
+        return created.json()["id"]
+
+    def _upload(self, source: Source) -> None:
+        image_id = self._do("create", self._create)
+        if image_id is None:
+            return
+        with self._lock:
+            self.attempted.add(image_id)
+        if self._do("upload", lambda: upload(self.url, self.token, image_id, source.path)):
+            with self._lock:
+                self.uploaded[image_id] = source.digest
+
+    def _download(self) -> None:
+        with self._lock:
+            known = list(self.uploaded.items())
+        if not known:
+            return
+        image_id, digest = random.choice(known)
+
+        def check():
+            _, got = download(self.url, self.token, image_id)
+            assert got == digest, f"image {image_id}: other bytes came back"
+            return True
+
+        self._do("download", check)
+
+    def _list(self) -> None:
+        def listed():
+            resp = http(
+                "GET", f"{self.url}/v2/images?limit=20", headers={"X-Auth-Token": self.token}
+            )
+            assert resp.status == 200, f"{resp.status} {resp.body[:200]!r}"
+            return True
+
+        self._do("list", listed)
+
+    def _work(self, n: int) -> None:
+        turn = n
+        while not self._stop.is_set():
+            step = turn % 3
+            if step == 0:
+                self._upload(self.sources[turn % len(self.sources)])
+            elif step == 1:
+                self._download()
+            else:
+                self._list()
+            turn += 1
+            if self._stop.wait(0.2):
+                break
+
+    def start(self) -> Load:
+        for n in range(self.workers):
+            thread = threading.Thread(target=self._work, args=(n,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> list[Request]:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(360)
+        self._threads.clear()
+        self._stop.clear()
+        return self.requests
+
+    # -- what the requests say --------------------------------------------------------------
+
+    def between(self, start: float, end: float) -> list[Request]:
+        return [r for r in self.requests if r.started >= start and r.started < end]
+
+    def failed(self) -> list[Request]:
+        return [r for r in self.requests if not r.ok]
+
+
+def lost_or_corrupted(url: str, token: str, uploaded: dict[str, str]) -> list[str]:
+    """Each image the load uploaded (204) that is not active or does not come back whole."""
+    out = []
+    for image_id, digest in uploaded.items():
+        shown = http("GET", f"{url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
+        if shown.status != 200 or shown.json().get("status") != "active":
+            out.append(f"{image_id}: {shown.status} {shown.body[:120]!r}")
+            continue
+        try:
+            _, got = download(url, token, image_id)
+        except Exception as exc:
+            out.append(f"{image_id}: {exc}")
+            continue
+        if got != digest:
+            out.append(f"{image_id}: other bytes came back")
+    return out
+
+
+def active_without_data(url: str, token: str, image_ids: set[str]) -> list[str]:
+    """Each of ``image_ids`` the API calls active whose data does not come back at its size."""
+    out = []
+    for image_id in sorted(image_ids):
+        shown = http("GET", f"{url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
+        if shown.status != 200 or shown.json().get("status") != "active":
+            continue
+        size = shown.json().get("size")
+        try:
+            conn = _connection(url, 300)
+            conn.request("GET", f"/v2/images/{image_id}/file", headers={"X-Auth-Token": token})
+            resp = conn.getresponse()
+            got = 0
+            while chunk := resp.read(CHUNK):
+                got += len(chunk)
+            conn.close()
+            if resp.status != 200 or got != size:
+                out.append(f"{image_id}: active, {resp.status}, {got} of {size} bytes")
+        except Exception as exc:
+            out.append(f"{image_id}: active, {exc}")
+    return out
