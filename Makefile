@@ -133,9 +133,9 @@ cluster-load-images: venv ## Copy the operator image and the Glance image of eac
 	  $(patsubst %,ghcr.io/c5c3/glance:%,$(GLANCE_RELEASES))
 
 .PHONY: cluster-services
-cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C)
+cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C; SERVICES_ARGS, e.g. --mariadb-port 3306)
 	PATH="$(KUBE_ASSETS_DIR):$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \
-	  $(BIN)/python -m cluster.serve
+	  $(BIN)/python -m cluster.serve $(SERVICES_ARGS)
 
 .PHONY: chaos
 chaos: venv e2e-env ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load; prints one row per fault

@@ -104,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default=NODE_IP, help="the address to serve on (the node's)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write")
     parser.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG)
+    parser.add_argument(
+        "--mariadb-port",
+        type=int,
+        default=0,
+        help="MariaDB's port (default: a free one); the molecule node scenario asks for 3306",
+    )
     args = parser.parse_args(argv)
     missing = missing_programs()
     if missing:
@@ -118,7 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     # Each run starts afresh: a new database, new Keystone accounts, empty buckets.
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
-    stack = Stack(args.out / "state", log=lambda msg: print(msg, flush=True), host=args.host)
+    stack = Stack(
+        args.out / "state",
+        log=lambda msg: print(msg, flush=True),
+        host=args.host,
+        mariadb_port=args.mariadb_port,
+    )
     try:
         try:
             stack.start_services()

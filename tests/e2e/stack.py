@@ -643,7 +643,8 @@ class Stack:
 
     def _ports(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.mariadb_port, self.moto_port = free_port(), free_port()
+        # MariaDB's port may be asked for (make cluster-services --mariadb-port); else free.
+        self.mariadb_port, self.moto_port = self.mariadb_port or free_port(), free_port()
         self.keystone_port, self.glance_port = free_port(), free_port()
         self.memcached_port = free_port()
         self.bucket = BUCKET

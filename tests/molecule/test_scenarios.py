@@ -18,6 +18,11 @@ that no test runs fails ``test_the_doc_shows_only_commands_that_are_run``.
   the background until it says ``serving``, then the scenario, then Ctrl-C; otherwise.
 * ``kind``: ``molecule test -s kind``; skipped, naming what is missing, without ``kind``
   and a running container engine.
+* ``node``: ``KUBE_ASSETS_DIR=~/kube molecule test -s node``, ``~/kube`` the directory of
+  the Kubernetes binaries (a link to ``KUBE_ASSETS_DIR``): the one-node cluster of
+  ``docs/cluster.md``; skipped, saying why, where that cluster cannot run (root, the
+  binaries, Debian's packages) or no Docker daemon runs (as in CI). It runs after the
+  cluster tier (``tests/cluster`` ends by taking its node down), the machine's one node.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from pathlib import Path
 import pytest
 from integration.kube_harness import ASSET_VARIABLES, started_apiserver
 from pytest_ansible import plugin as pytest_ansible_plugin
-from support.container_engine import container_engine
+from support.container_engine import container_engine, engine_problem
+from support.hack_scripts import hack_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "molecule.md"
@@ -42,6 +48,7 @@ VENV_BIN = ROOT / ".venv" / "bin"
 # What make, pytest and the suite set that a user's shell does not have.
 NOT_A_USERS = ("ANSIBLE_", "PYTEST_", "C5C3_", "MOLECULE_", "GLANCE_MOLECULE_")
 NOT_A_USERS_NAMES = {"PYTHONPATH", "KUBECONFIG", "VIRTUAL_ENV", *ASSET_VARIABLES}
+node_cluster = hack_script("node_cluster")
 
 
 def doc_blocks() -> list[list[str]]:
@@ -70,15 +77,20 @@ def doc_script(wanted) -> str:
     return "\n".join([*prelude, command])
 
 
-def molecule_test(scenario: str, kubeconfig: str | None = None):
-    """A predicate: ``[KUBECONFIG=<kubeconfig>] molecule test -s <scenario>``."""
+def molecule_test(scenario: str, kubeconfig: str | None = None, assets: str | None = None):
+    """A predicate: ``[KUBECONFIG=<kubeconfig>] [KUBE_ASSETS_DIR=<assets>] molecule test -s
+    <scenario>``."""
 
     def wanted(command: str) -> bool:
         words = shlex.split(command, posix=False)
         prefix = [] if kubeconfig is None else [f"KUBECONFIG={kubeconfig}"]
+        prefix += [] if assets is None else [f"KUBE_ASSETS_DIR={assets}"]
         return words == [*prefix, "molecule", "test", "-s", scenario]
 
     return wanted
+
+
+NODE_ASSETS = "~/kube"
 
 
 def serve_double(command: str) -> bool:
@@ -99,6 +111,7 @@ def claimed_commands() -> set[str]:
         doc_script(serve_double),
         doc_script(molecule_test("default", double_kubeconfig())),
         doc_script(molecule_test("kind")),
+        doc_script(molecule_test("node", assets=NODE_ASSETS)),
     ]
     return {script.splitlines()[-1] for script in scripts}
 
@@ -132,6 +145,16 @@ def kind_missing() -> str:
     engine, reason = container_engine()
     if engine is None:
         missing.append(f"no running container engine ({reason})")
+    return "; ".join(missing)
+
+
+def node_missing() -> str:
+    """What the node scenario lacks here (the one-node cluster's needs, a Docker daemon to
+    build the images), or "" when it can run."""
+    missing = node_cluster.problems()
+    problem = engine_problem("docker")
+    if problem:
+        missing.append(f"no running Docker daemon ({problem})")
     return "; ".join(missing)
 
 
@@ -174,14 +197,29 @@ def test_molecule_scenario(molecule_scenario, tmp_path):
         if missing:
             pytest.skip(f"kind scenario needs kind and a container engine: {missing}")
         run_as_user(doc_script(molecule_test("kind")), home)
+    elif name == "node":
+        missing = node_missing()
+        if missing:
+            pytest.skip(f"node scenario needs the one-node cluster and Docker: {missing}")
+        assets, _ = node_cluster.assets_dir()
+        (home / NODE_ASSETS.removeprefix("~/")).symlink_to(assets)
+        script = doc_script(molecule_test("node", assets=NODE_ASSETS))
+        try:
+            run_as_user(script, home)
+        finally:
+            # molecule stops at a failed step without destroying: the node and the services
+            # must not outlive the test.
+            destroy = script.replace("molecule test", "molecule destroy")
+            subprocess.run(["bash", "-c", destroy], cwd=ROOT, env=user_environment(home))
     else:
         pytest.fail(f"scenario {name} has no test: show its command in docs/molecule.md")
 
 
 def test_every_scenario_is_a_test_named_for_its_cluster():
-    """The plugin finds this checkout's three scenarios; their ids name the cluster."""
+    """The plugin finds this checkout's four scenarios; their ids name the cluster."""
     ids = {s.name: s.test_id for s in pytest_ansible_plugin.scenarios}
-    assert set(ids) >= {"default", "kind", "offline"}, ids
+    assert set(ids) >= {"default", "kind", "node", "offline"}, ids
+    assert ids["node"] == "node"
     assert ids["offline"] == "offline"
     assert ids["kind"] == "kind"
     assert ids["default"] in {"default-kube-apiserver", "default-api-double"}
