@@ -1,6 +1,8 @@
 """A client load through a Glance's Service, every request recorded, and the images checked.
 
-``Load`` runs workers that each loop over: create an image and upload it (16 to 64 MiB of
+``Load`` runs workers (two: as many as one API pod has uWSGI processes, so that however the
+Service spreads them no request waits for a free process, and a failure is the fault's,
+not the load's) that each loop over: create an image and upload it (16 to 64 MiB of
 random bytes, ``PUT`` with Content-Length), download an image it uploaded and compare its
 SHA-256, list the images. Every request is a ``Request`` (what, when, ok or why not). What
 the load uploaded with a 204 it keeps (id and digest): :func:`lost_or_corrupted` asks the API
@@ -107,7 +109,7 @@ class Load:
     url: str
     token: str
     sources: list[Source]
-    workers: int = 3
+    workers: int = 2
     prefix: str = "load"
     requests: list[Request] = field(default_factory=list)
     uploaded: dict[str, str] = field(default_factory=dict)
