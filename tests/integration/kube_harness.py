@@ -161,9 +161,12 @@ class KubeApiServer:
         self.processes: list[subprocess.Popen] = []
         self.token = "c5c3-glance-integration-admin-token"
         self.client: Client | None = None
+        self.etcd_url = ""
+        self._apiserver_argv: list[str] = []
 
     def start(self, timeout: float = 90.0) -> Client:
         etcd_port, peer_port, api_port = _free_ports(3)
+        self.etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._spawn(
             "etcd",
             [
@@ -186,39 +189,65 @@ class KubeApiServer:
         key, pub = self._service_account_keys()
         tokens = self.workdir / "tokens.csv"
         tokens.write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
-        self._spawn(
-            "kube-apiserver",
-            [
-                str(self.assets / "kube-apiserver"),
-                "--etcd-servers",
-                f"http://127.0.0.1:{etcd_port}",
-                "--bind-address",
-                "127.0.0.1",
-                "--advertise-address",
-                "127.0.0.1",
-                "--secure-port",
-                str(api_port),
-                "--cert-dir",
-                str(self.workdir / "certs"),
-                "--service-cluster-ip-range",
-                "10.0.0.0/24",
-                "--service-account-issuer",
-                "https://kubernetes.default.svc",
-                "--service-account-key-file",
-                str(pub),
-                "--service-account-signing-key-file",
-                str(key),
-                "--token-auth-file",
-                str(tokens),
-                "--authorization-mode",
-                "RBAC",
-                "--disable-admission-plugins",
-                "ServiceAccount",
-            ],
-        )
+        self._apiserver_argv = [
+            str(self.assets / "kube-apiserver"),
+            "--etcd-servers",
+            f"http://127.0.0.1:{etcd_port}",
+            "--bind-address",
+            "127.0.0.1",
+            "--advertise-address",
+            "127.0.0.1",
+            "--secure-port",
+            str(api_port),
+            "--cert-dir",
+            str(self.workdir / "certs"),
+            "--service-cluster-ip-range",
+            "10.0.0.0/24",
+            "--service-account-issuer",
+            "https://kubernetes.default.svc",
+            "--service-account-key-file",
+            str(pub),
+            "--service-account-signing-key-file",
+            str(key),
+            "--token-auth-file",
+            str(tokens),
+            "--authorization-mode",
+            "RBAC",
+            "--disable-admission-plugins",
+            "ServiceAccount",
+        ]
+        self._spawn("kube-apiserver", self._apiserver_argv)
         self.client = Client(f"https://127.0.0.1:{api_port}", self.token)
         self._wait_ready(timeout)
         return self.client
+
+    def stop_apiserver(self) -> None:
+        """Stop the kube-apiserver alone (etcd runs on), as a control-plane outage does."""
+        for proc in self.processes:
+            if proc.args[0] == self._apiserver_argv[0] and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self.processes = [p for p in self.processes if p.poll() is None]
+
+    def start_apiserver(self, timeout: float = 90.0) -> None:
+        """Start the kube-apiserver again, on the same port and etcd; return when ready."""
+        self._spawn("kube-apiserver", self._apiserver_argv)
+        self._wait_ready(timeout)
+
+    def etcd(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST to etcd's v3 JSON gateway (``/v3/kv/put``, ``/v3/kv/compaction``, ...)."""
+        request = urllib.request.Request(
+            self.etcd_url + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
 
     def write_kubeconfig(self, path: Path, namespace: str | None = None) -> Path:
         """A kubeconfig for the admin token, as clients outside the tests would use one.
@@ -245,7 +274,7 @@ class KubeApiServer:
         return path
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
         self.processes.append(
             subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent

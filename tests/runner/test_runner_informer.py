@@ -4,12 +4,15 @@ on 410 Gone (reporting the differences as events), retry failures. With a script
 
 from __future__ import annotations
 
+import base64
 import copy
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from integration.kube_harness import started_apiserver
 from support.fake_apiserver import FakeAPIServer
 from test_runner_support import wait_until
 
@@ -248,3 +251,55 @@ def test_on_the_double_watches_restart_from_the_last_version_without_relisting(i
         assert len(lists) == 1
         assert all(r.query.get("resourceVersion") not in (None, "", "0") for r in watches())
         assert sorted(o["metadata"]["name"] for o in informer.items()) == ["a", "c"]
+
+
+def test_on_a_real_apiserver_restarted_over_a_compacted_etcd_it_relists(informers, caplog):
+    """The kube-apiserver stopped, etcd written around it and compacted, the apiserver
+    started again: the informer's next watch asks for a version etcd no longer keeps, gets
+    410 Gone and lists again; the changes made before it watched again (one object changed,
+    one deleted, one made) reach the handler through that list, each once."""
+    caplog.set_level("INFO", logger="runner")
+    with started_apiserver() as server:
+        server.client.create("/api/v1/namespaces", {"metadata": {"name": "ns"}})
+        for name in ("a", "b"):
+            server.client.create(
+                "/api/v1/namespaces/ns/configmaps", {"metadata": {"name": name}, "data": {}}
+            )
+        kubeconfig = server.write_kubeconfig(Path(server.workdir) / "kubeconfig")
+        client = KubeClient.from_environment(str(kubeconfig))
+        seen = Recorder()
+        # A backoff long enough that the changes below are made before the informer tries
+        # the API server again (it retries from its last version, not with a list).
+        informer = Informer(client, "v1", "ConfigMap", "ns", seen, backoff=(8.0, 8.0)).start()
+        try:
+            wait_until(informer.synced.is_set, what="the first list")
+            before = informer._resource_version
+
+            server.stop_apiserver()
+            key = base64.b64encode(b"/c5c3-informer-test").decode()
+            for value in (b"1", b"2", b"3"):  # the revision moves on past the informer's
+                server.etcd("/v3/kv/put", {"key": key, "value": base64.b64encode(value).decode()})
+            head = server.etcd("/v3/kv/range", {"key": key})["header"]["revision"]
+            server.etcd("/v3/kv/compaction", {"revision": head, "physical": True})
+            server.start_apiserver()
+
+            server.client.request(
+                "PATCH",
+                "/api/v1/namespaces/ns/configmaps/a",
+                {"data": {"v": "changed"}},
+                content_type="application/merge-patch+json",
+            )
+            server.client.delete("/api/v1/namespaces/ns/configmaps/b")
+            server.client.create(
+                "/api/v1/namespaces/ns/configmaps", {"metadata": {"name": "c"}, "data": {}}
+            )
+            wait_until(lambda: len(seen.events) == 5, timeout=60, what="the changes")
+        finally:
+            informer.stop(timeout=10)
+
+    assert int(before) < int(head), (before, head)
+    assert informer.lists == 2, "the 410 should have led to exactly one new list"
+    assert "watch expired, listing again" in caplog.text
+    kinds = sorted((kind, name) for kind, name, _, _ in seen.events)
+    assert kinds == [(ADDED, "a"), (ADDED, "b"), (ADDED, "c"), (DELETED, "b"), (MODIFIED, "a")]
+    assert sorted(o["metadata"]["name"] for o in informer.items()) == ["a", "c"]
