@@ -610,6 +610,23 @@ class NodeCluster:
             ],
         )
 
+    def stop_apiserver(self) -> None:
+        """Stop the kube-apiserver alone (SIGTERM, SIGKILL after the grace), as an outage of
+        the control plane does; everything else of the node runs on."""
+        pid = self._pids().get("kube-apiserver")
+        _stop(pid, self._matching("kube-apiserver", self.layout.node_ip))
+
+    def start_apiserver(self, timeout: float = 120.0) -> None:
+        """Start the kube-apiserver again on the node's etcd, as before; return when it is
+        ready."""
+        etcd = (self.workdir / "etcd.url").read_text().strip()
+        self._start_apiserver(int(etcd.rsplit(":", 1)[1]))
+        self._wait(self._api_ready, timeout, "kube-apiserver /readyz")
+
+    def etcd_url(self) -> str:
+        """The node's etcd client URL (loopback)."""
+        return (self.workdir / "etcd.url").read_text().strip()
+
     def _write_kubeconfigs(self) -> None:
         url = self.layout.api_url
         for user, path in (

@@ -35,16 +35,19 @@ def _connection(url: str, timeout: float) -> httpclient.HTTPConnection:
     return httpclient.HTTPConnection(parts.hostname, parts.port, timeout=timeout, blocksize=CHUNK)
 
 
-def upload(url: str, token: str, image_id: str, source: Path, timeout: float = 300) -> float:
-    """``PUT /v2/images/<id>/file`` of ``source`` with its Content-Length; the seconds.
-    AssertionError with the status and the body's start when the answer is not 204."""
+def upload(
+    url: str, token: str, image_id: str, source: Path, timeout: float = 300, to: str = "file"
+) -> float:
+    """``PUT /v2/images/<id>/<to>`` of ``source`` with its Content-Length (``file``: into
+    the store; ``stage``: into the staging area of the pod that takes it, glance-direct);
+    the seconds. AssertionError with the status and the body's start when not 204."""
     conn = _connection(url, timeout)
     started = time.monotonic()
     try:
         with source.open("rb") as body:
             conn.request(
                 "PUT",
-                f"/v2/images/{image_id}/file",
+                f"/v2/images/{image_id}/{to}",
                 body=body,
                 headers={
                     "X-Auth-Token": token,
@@ -111,6 +114,8 @@ class Load:
     sources: list[Source]
     workers: int = 2
     prefix: str = "load"
+    downloads: bool = True
+    """False: uploads and lists only (an image cache that must not fill takes no reads)."""
     requests: list[Request] = field(default_factory=list)
     uploaded: dict[str, str] = field(default_factory=dict)
     attempted: set[str] = field(default_factory=set)
@@ -185,7 +190,8 @@ class Load:
             if step == 0:
                 self._upload(self.sources[turn % len(self.sources)])
             elif step == 1:
-                self._download()
+                if self.downloads:
+                    self._download()
             else:
                 self._list()
             turn += 1

@@ -49,9 +49,11 @@ def sample_documents(
     replicas: int = 2,
     default_backend: str = "s3-default",
     database: str = "glance",
+    release: str = RELEASE,
+    second_bucket: str = SECOND_BUCKET,
 ) -> list[dict[str, Any]]:
-    """The minimal sample in ``namespace`` with ``replicas``, a second store
-    (``s3-second``, bucket ``glance-second``) and the services' addresses; the store named
+    """The minimal sample of ``release`` in ``namespace`` with ``replicas``, a second store
+    (``s3-second``, bucket ``second_bucket``) and the services' addresses; the store named
     ``default_backend`` is the default."""
     docs = [d for d in yaml.safe_load_all(SAMPLE.read_text()) if d]
     out = []
@@ -60,8 +62,8 @@ def sample_documents(
         kind, name = doc["kind"], doc["metadata"]["name"]
         if kind == "Glance":
             spec = doc["spec"]
-            spec["openStackRelease"] = RELEASE
-            spec["image"]["tag"] = RELEASE
+            spec["openStackRelease"] = release
+            spec["image"]["tag"] = release
             spec["deployment"] = {"replicas": replicas}
             spec["database"]["host"] = services.host
             spec["database"]["port"] = services.mariadb_port
@@ -74,7 +76,7 @@ def sample_documents(
             doc["spec"]["isDefault"] = default_backend == name
             second = copy.deepcopy(doc)
             second["metadata"]["name"] = "s3-second"
-            second["spec"]["s3"]["bucket"] = SECOND_BUCKET
+            second["spec"]["s3"]["bucket"] = second_bucket
             second["spec"]["isDefault"] = default_backend == "s3-second"
             out.append(doc)
             doc = second

@@ -368,14 +368,16 @@ class DataSet:
     cached: str = ""
 
     @classmethod
-    def create(cls, stack: Stack, upgrade: Upgrade, url: str) -> DataSet:
+    def create(cls, stack: Stack, upgrade: Upgrade, url: str, cache: bool = True) -> DataSet:
+        """The data set, made through the API at ``url``; ``cache``: the API has the image
+        cache on and one process serves it (one image is read twice, the second a hit)."""
         admin = stack.keystone_token("admin", ADMIN_PASSWORD, "admin")
         projects = http(
             "GET", f"{stack.keystone_url}/projects?name=admin", headers={"X-Auth-Token": admin}
         )
         admin_project = _ok(projects, 200)["projects"][0]["id"]
         dataset = cls(stack, upgrade, stack.demo_token(), admin, admin_project)
-        dataset._build(url)
+        dataset._build(url, cache)
         return dataset
 
     def _image(
@@ -391,7 +393,7 @@ class DataSet:
         self.data[image_id] = data
         return image_id
 
-    def _build(self, url: str) -> None:
+    def _build(self, url: str, cache: bool) -> None:
         demo, admin = self.demo, self.admin
         # Shared with the admin project (accepted), properties and tags, default store.
         shared = self._image(
@@ -456,6 +458,8 @@ class DataSet:
             {"name": "up-queued", "disk_format": "qcow2", "container_format": "bare", "k": "v"},
         )
 
+        if not cache:
+            return
         # Cached by the API that serves it: two downloads, the second a hit.
         self.cached = shared
         for _ in range(2):
