@@ -107,6 +107,20 @@ gateway_api:
   description: (Glance) The cluster serves gateway.networking.k8s.io/v1 HTTPRoute.
   type: bool
   returned: kind is Glance and active
+secret_store:
+  description:
+    - (Glance) The external-secrets.io/v1 store the Glance selects (C(spec.secretStoreRef),
+      else the ClusterSecretStore C(openbao-cluster-store)), or null when it does not exist
+      or the cluster does not serve external-secrets.io.
+  type: dict
+  returned: kind is Glance and active
+external_secrets:
+  description:
+    - (Glance) The ExternalSecrets of the namespace named like the database and
+      service-user Secrets, where the cluster serves external-secrets.io.
+  type: list
+  elements: dict
+  returned: kind is Glance and active
 health:
   description:
     - (Glance) The probe of the API - url, status_code (null for a transport error),

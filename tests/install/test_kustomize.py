@@ -76,13 +76,20 @@ EXPECTED_MANAGER_RULES = (
     | grants("networking.k8s.io", ["networkpolicies"], OWNED)
     | grants("batch", ["jobs", "cronjobs"], OWNED)
     | grants("gateway.networking.k8s.io", ["httproutes"], OWNED)
+    | grants(
+        "external-secrets.io",
+        ["externalsecrets", "secretstores", "clustersecretstores"],
+        ["get", "list", "watch"],
+    )
     | grants("", ["services/proxy"], ["get"])
     | grants("", ["events"], ["create", "patch"])
     | grants("events.k8s.io", ["events"], ["create", "patch"])
     | grants("scheduling.k8s.io", ["priorityclasses"], ["get"])
 )
 # Cluster-scoped resources: a Role cannot grant them.
-CLUSTER_SCOPED_GRANTS = grants("scheduling.k8s.io", ["priorityclasses"], ["get"])
+CLUSTER_SCOPED_GRANTS = grants("scheduling.k8s.io", ["priorityclasses"], ["get"]) | grants(
+    "external-secrets.io", ["clustersecretstores"], ["get", "list", "watch"]
+)
 EXPECTED_LEADER_ELECTION_RULES = grants(
     "coordination.k8s.io", ["leases"], ["get", "list", "watch", "create", "update", "patch"]
 ) | grants("", ["events"], ["create", "patch"])
@@ -568,7 +575,7 @@ def test_the_namespaced_variant_grants_the_same_within_the_watched_namespace_onl
     assert role["metadata"]["namespace"] == WATCHED_NAMESPACE
     assert rule_grants(role) == EXPECTED_MANAGER_RULES - CLUSTER_SCOPED_GRANTS
     cluster_roles = [o for o in objects if o["kind"] == "ClusterRole"]
-    assert [rule_grants(r) for r in cluster_roles] == [CLUSTER_SCOPED_GRANTS]
+    assert set().union(*(rule_grants(r) for r in cluster_roles)) == CLUSTER_SCOPED_GRANTS
     env = {e["name"]: e.get("value") for e in manager_container(objects)["env"]}
     assert env["WATCH_NAMESPACE"] == WATCHED_NAMESPACE
     binding = only(objects, "RoleBinding", f"{PREFIX}manager-rolebinding")
@@ -592,6 +599,8 @@ def test_the_namespaced_variant_differs_from_default_only_where_it_says():
         ("RoleBinding", f"{PREFIX}manager-rolebinding"),
         ("ClusterRole", f"{PREFIX}priorityclass-reader"),
         ("ClusterRoleBinding", f"{PREFIX}priorityclass-reader"),
+        ("ClusterRole", f"{PREFIX}clustersecretstore-reader"),
+        ("ClusterRoleBinding", f"{PREFIX}clustersecretstore-reader"),
     }
     assert set(default) - set(namespaced) == dropped
     assert set(namespaced) - set(default) == added

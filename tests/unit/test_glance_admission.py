@@ -214,6 +214,23 @@ CASES = [
         [],
     ),
     (
+        "secretStoreRef",
+        {"secretStoreRef": {"kind": "SecretStore", "name": "vault"}},
+        [],
+    ),
+    (
+        "secretStoreRef",
+        {"secretStoreRef": {"kind": "VaultStore", "name": "vault"}},
+        [
+            'spec.secretStoreRef.kind: Unsupported value: "VaultStore": supported values: "ClusterSecretStore", "SecretStore"'
+        ],
+    ),
+    (
+        "secretStoreRef",
+        {"secretStoreRef": {"kind": "SecretStore"}},
+        ["spec.secretStoreRef.name: Required value: the store the Secrets come from"],
+    ),
+    (
         "logging",
         {"logging": {"format": "xml"}},
         ['spec.logging.format: Unsupported value: "xml": supported values: "text", "json"'],

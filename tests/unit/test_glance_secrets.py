@@ -16,6 +16,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
     collection_files,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
+    ExternalSecrets,
     SecretsGate,
     db_connection_dsn,
     dsn_digest,
@@ -158,6 +159,99 @@ def test_a_service_user_key_left_empty_by_a_bypassed_webhook_falls_back_to_passw
     assert gate_secrets(glance, SECRETS).authtoken_digest == (
         hashlib.sha256(b"service-secret").hexdigest()
     )
+
+
+# --- external-secrets ---------------------------------------------------------------------
+
+READY = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+NOT_READY = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+NAMED = {"spec": {"secretStoreRef": {"kind": "SecretStore", "name": "vault"}}}
+UNREACHABLE = "is not ready; upstream secret backend unreachable"
+
+
+def eso(store=None, **external) -> ExternalSecrets:
+    return ExternalSecrets(store=store, external=external)
+
+
+def waiting(gate: SecretsGate) -> tuple[str, str]:
+    assert gate.authtoken_digest is None and gate.requeue_after == 15, gate
+    return gate.condition["reason"], gate.condition["message"]
+
+
+@pytest.mark.parametrize(
+    "external",
+    [None, eso(), eso(None, **{"glance-db": NOT_READY})],
+    ids=["offline-render", "no-default-store", "no-store-external-secret-ignored"],
+)
+def test_no_store_named_and_no_default_store_means_plain_secrets(external):
+    assert gate_secrets(stored(), SECRETS, external).ready
+    reason, message = waiting(gate_secrets(stored(), {}, external))
+    assert reason == "WaitingForDBCredentials"
+    assert message.startswith("Database credentials Secret openstack/glance-db not found yet")
+
+
+@pytest.mark.parametrize(
+    "patch, external, message",
+    [
+        ({}, eso(NOT_READY), f'ClusterSecretStore "openbao-cluster-store" {UNREACHABLE}'),
+        ({}, eso({}), f'ClusterSecretStore "openbao-cluster-store" {UNREACHABLE}'),
+        (NAMED, eso(), f'SecretStore "vault" {UNREACHABLE}'),
+        (NAMED, eso(NOT_READY), f'SecretStore "vault" {UNREACHABLE}'),
+        (
+            {"spec": {"secretStoreRef": {"name": "vault"}}},
+            eso(),
+            f'ClusterSecretStore "vault" {UNREACHABLE}',
+        ),
+    ],
+    ids=[
+        "default-not-ready",
+        "default-no-status",
+        "named-missing",
+        "named-not-ready",
+        "kind-default",
+    ],
+)
+def test_a_store_that_is_missing_or_not_ready_holds_the_glance_first(patch, external, message):
+    # Even with every Secret in place: the store is checked first, as the reference does.
+    assert waiting(gate_secrets(stored(patch), SECRETS, external)) == (
+        "SecretStoreNotReady",
+        message,
+    )
+
+
+@pytest.mark.parametrize("patch", [{}, NAMED], ids=["default-store", "named-store"])
+def test_with_a_ready_store_a_missing_secret_is_explained_by_its_external_secret(patch):
+    glance = stored(patch)
+    assert waiting(gate_secrets(glance, {}, eso(READY))) == (
+        "WaitingForDBCredentials",
+        "Database credentials ExternalSecret openstack/glance-db not found yet",
+    )
+    assert waiting(gate_secrets(glance, {}, eso(READY, **{"glance-db": NOT_READY}))) == (
+        "WaitingForDBCredentials",
+        "Waiting for ESO to sync database credentials from OpenBao",
+    )
+    # Synced, but the Secret it wrote lacks a key: the keys are named, as without ESO.
+    reason, message = waiting(
+        gate_secrets(
+            glance, {"glance-db": {"username": "glance"}}, eso(READY, **{"glance-db": READY})
+        )
+    )
+    assert (reason, message.split(":")[0]) == (
+        "WaitingForDBCredentials",
+        "Database credentials Secret exists but is missing expected keys",
+    )
+    only_db = {"glance-db": DB}
+    assert waiting(gate_secrets(glance, only_db, eso(READY, **{"glance-db": READY}))) == (
+        "WaitingForServiceUserCredentials",
+        "Service-user credentials ExternalSecret openstack/glance-service-user not found yet",
+    )
+    synced = eso(READY, **{"glance-service-user": NOT_READY})
+    assert waiting(gate_secrets(glance, only_db, synced)) == (
+        "WaitingForServiceUserCredentials",
+        "Waiting for ESO to sync service-user credentials from OpenBao",
+    )
+    # Secrets in place: ready, whether or not ExternalSecrets wrote them.
+    assert gate_secrets(glance, SECRETS, eso(READY)).ready
 
 
 # --- the DSN ----------------------------------------------------------------------------

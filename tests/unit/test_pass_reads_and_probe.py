@@ -141,3 +141,25 @@ def test_a_proxy_error_becomes_the_condition_the_pass_reports():
     cond, requeue = gp.health_condition(gp.Health.from_data(got))
     assert (cond["status"], cond["reason"], requeue) == ("False", "ConnectionFailed", 10)
     assert 'no endpoints available for service "glance"' in cond["message"]
+
+
+@pytest.mark.parametrize(
+    "ref, store",
+    [
+        (None, ("ClusterSecretStore", "openbao-cluster-store")),
+        ({"name": "vault"}, ("ClusterSecretStore", "vault")),
+        ({"kind": "SecretStore", "name": "vault"}, ("SecretStore", "vault")),
+    ],
+)
+def test_where_external_secrets_is_served_the_store_and_the_external_secrets_are_read(ref, store):
+    glance = glance_object(patched(GLANCE, {"spec": {"secretStoreRef": ref}} if ref else {}))
+    plain = pr.glance_reads(glance, [], gateway_api=True)
+    assert not [r for r in plain if r.api_version == "external-secrets.io/v1"]
+    reads = pr.glance_reads(glance, [], gateway_api=True, external_secrets_api=True)
+    eso = [(r.kind, r.name) for r in reads if r.api_version == "external-secrets.io/v1"]
+    assert eso == [
+        store,
+        ("ExternalSecret", "glance-db"),
+        ("ExternalSecret", "glance-service-user"),
+    ]
+    assert len(reads) == len(plain) + 3

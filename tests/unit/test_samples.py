@@ -83,8 +83,8 @@ def test_sample_secrets_hold_every_key_the_resources_reference():
         (
             "Glance",
             GLANCE,
-            {"spec": {"secretStoreRef": {"name": "x"}}},
-            'unknown field "spec.secretStoreRef"',
+            {"spec": {"secretStoreRef": {"name": "x", "namespace": "y"}}},
+            'unknown field "spec.secretStoreRef.namespace"',
         ),
         (
             "Glance",

@@ -222,6 +222,22 @@ def check_cache(spec, ctx, meta) -> Iterable[fe.FieldError]:
             )
 
 
+SECRET_STORE_KINDS = ("ClusterSecretStore", "SecretStore")
+
+
+def check_secret_store_ref(spec, ctx, meta) -> Iterable[fe.FieldError]:
+    """The reference's rules: a name, and a kind of the two (empty: ClusterSecretStore).
+    The name's DNS-1123 form is the schema's."""
+    ref = spec.get("secretStoreRef")
+    if ref is None:
+        return
+    if not ref.get("name"):
+        yield fe.required("spec.secretStoreRef.name", "the store the Secrets come from")
+    kind = ref.get("kind") or ""
+    if kind and kind not in SECRET_STORE_KINDS:
+        yield fe.not_supported("spec.secretStoreRef.kind", kind, list(SECRET_STORE_KINDS))
+
+
 def check_keystone_endpoints(spec, ctx, meta) -> Iterable[fe.FieldError]:
     endpoint = spec.get("keystoneEndpoint")
     if not endpoint:
@@ -666,6 +682,7 @@ GLANCE_RULES: tuple[Callable[..., Iterable[fe.FieldError]], ...] = (
     check_replicas,
     check_image,
     check_cache,
+    check_secret_store_ref,
     check_keystone_endpoints,
     check_logging,
     check_termination,

@@ -44,6 +44,7 @@ READY_PARTS = (
 SECRETS_AVAILABLE = "SecretsAvailable"
 WAITING_FOR_DB_CREDENTIALS = "WaitingForDBCredentials"
 WAITING_FOR_SERVICE_USER_CREDENTIALS = "WaitingForServiceUserCredentials"
+SECRET_STORE_NOT_READY = "SecretStoreNotReady"
 CONFIG_ERROR = "ConfigError"
 
 ALL_BACKENDS_PROJECTED = "AllBackendsProjected"

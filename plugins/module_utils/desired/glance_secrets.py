@@ -11,6 +11,15 @@ password or user name can only give pods that fail to authenticate, so the opera
 and says so instead. On success it returns the SHA-256 of the service password (the
 ``authtoken`` digest the pod template carries, so a rotation rolls the pods).
 
+**external-secrets** (``ExternalSecrets``): when the Glance is gated on a secret store,
+the store is checked before the Secrets (``SecretStoreNotReady``: missing, or its ``Ready``
+condition not True), and a Secret that is missing or lacks keys is explained by the
+ExternalSecret of the same name: not there yet, or not synced. The Glance is gated when
+``spec.secretStoreRef`` names a store, or, when it names none, when the reference's
+default store (ClusterSecretStore ``openbao-cluster-store``) exists: a cluster set up like
+the reference's. Otherwise (the reference gates every Glance on its default store, so it
+cannot run without external-secrets) the Secrets are plain Secrets (docs/secrets.md).
+
 ``db_connection_dsn`` builds ``mysql+pymysql://<user>:<password>@<host>:<port>/<db>?charset=utf8``
 plus the ``ssl_*`` parameters of ``database.tls``. User and password are percent-encoded
 except for the RFC 3986 unreserved characters (letters, digits, ``-._~``). That is stricter
@@ -26,11 +35,12 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.conditions import (
+    SECRET_STORE_NOT_READY,
     SECRETS_AVAILABLE,
     SECRETS_READY,
     WAITING_FOR_DB_CREDENTIALS,
@@ -55,6 +65,65 @@ DB_TLS_KEY = DB_TLS_MOUNT_PATH + "tls.key"
 TLS_MODES = ("disabled", "prefer", "require", "verify-ca", "verify-full")
 
 SECRETS_AVAILABLE_MESSAGE = "Database and service-user credentials are available"
+
+EXTERNAL_SECRETS_API = "external-secrets.io/v1"
+CLUSTER_SECRET_STORE = "ClusterSecretStore"
+SECRET_STORE = "SecretStore"
+DEFAULT_SECRET_STORE = "openbao-cluster-store"
+"""The reference's store when ``secretStoreRef`` is unset (a ClusterSecretStore)."""
+
+
+def selected_store(glance: Mapping[str, Any]) -> tuple[str, str, bool]:
+    """``(kind, name, named)``: the store ``spec.secretStoreRef`` names (kind defaults to
+    ClusterSecretStore), or the reference's default store with ``named`` False."""
+    ref = _spec(glance).get("secretStoreRef") or {}
+    if ref.get("name"):
+        return ref.get("kind") or CLUSTER_SECRET_STORE, str(ref["name"]), True
+    return CLUSTER_SECRET_STORE, DEFAULT_SECRET_STORE, False
+
+
+@dataclass(frozen=True)
+class ExternalSecrets:
+    """What the pass read of external-secrets.io for one Glance.
+
+    ``store``: the selected store (``selected_store``) as read, None when it does not
+    exist (or external-secrets is not installed); ``external``: the ExternalSecrets of the
+    Glance's namespace named like the Secrets it references, by name.
+    """
+
+    store: Mapping[str, Any] | None = None
+    external: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def gated(self, glance: Mapping[str, Any]) -> bool:
+        """Gated: a store is named, or the default store exists."""
+        return selected_store(glance)[2] or self.store is not None
+
+
+def is_ready(obj: Mapping[str, Any] | None) -> bool:
+    """An external-secrets object whose ``Ready`` condition is True."""
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def store_gate_message(glance: Mapping[str, Any], external: ExternalSecrets) -> str | None:
+    """Why the selected store holds the Glance back (the reference's words), or None."""
+    if not external.gated(glance) or is_ready(external.store):
+        return None
+    kind, name, _ = selected_store(glance)
+    return f'{kind} "{name}" is not ready; upstream secret backend unreachable'
+
+
+def external_secret_message(
+    what: str, namespace: str, name: str, external: ExternalSecrets
+) -> str | None:
+    """Why the Secret ``name`` is not there yet, as its ExternalSecret says (``what``:
+    "database" or "service-user"), or None when no ExternalSecret explains it."""
+    found = external.external.get(name)
+    if found is None:
+        return f"{what.capitalize()} credentials ExternalSecret {namespace}/{name} not found yet"
+    if not is_ready(found):
+        return f"Waiting for ESO to sync {what} credentials from OpenBao"
+    return None
 
 
 @dataclass(frozen=True)
@@ -124,14 +193,27 @@ def credential_gate_message(
     )
 
 
-def gate_secrets(glance: Mapping[str, Any], secrets: Secrets) -> SecretsGate:
-    """``SecretsReady`` from the database and service-user Secrets (§2.3 step 1)."""
+def gate_secrets(
+    glance: Mapping[str, Any], secrets: Secrets, external: ExternalSecrets | None = None
+) -> SecretsGate:
+    """``SecretsReady`` from the secret store (when gated), then the database and
+    service-user Secrets (§2.3 step 1). ``external`` None: not gated (the offline render)."""
     spec = _spec(glance)
     namespace = _namespace(glance)
+    gated = external is not None and external.gated(glance)
+    external = external or ExternalSecrets()
+    message = store_gate_message(glance, external) if gated else None
+    if message is not None:
+        return SecretsGate(
+            condition(SECRETS_READY, False, SECRET_STORE_NOT_READY, message),
+            requeue_after=SECRET_POLL_SECONDS,
+        )
     db_name = ((spec.get("database") or {}).get("secretRef") or {}).get("name", "")
     message = credential_gate_message(
         "Database credentials", namespace, db_name, secrets.get(db_name), DB_KEYS
     )
+    if message is not None and gated:
+        message = external_secret_message("database", namespace, db_name, external) or message
     if message is not None:
         return SecretsGate(
             condition(SECRETS_READY, False, WAITING_FOR_DB_CREDENTIALS, message),
@@ -143,6 +225,8 @@ def gate_secrets(glance: Mapping[str, Any], secrets: Secrets) -> SecretsGate:
     message = credential_gate_message(
         "Service-user credentials", namespace, su_name, su_data, (su_key,)
     )
+    if message is not None and gated:
+        message = external_secret_message("service-user", namespace, su_name, external) or message
     if message is not None:
         return SecretsGate(
             condition(SECRETS_READY, False, WAITING_FOR_SERVICE_USER_CREDENTIALS, message),

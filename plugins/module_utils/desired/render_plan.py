@@ -61,6 +61,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config 
     image_cache_max_size,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
+    ExternalSecrets,
     db_connection_dsn,
     dsn_digest,
     gate_secrets,
@@ -235,12 +236,15 @@ def build_plan(
     narrow_selector: bool = False,
     operator_namespace: str | None = None,
     stored: bool = False,
+    external: ExternalSecrets | None = None,
 ) -> Plan:
     """Judge the input and, when it is admissible, decide everything the pass would do.
 
     ``last_good`` is ``(config_map, backends_secret)`` as the live Deployment mounts
     them; used only when the projection cannot be configured, and only when both names
     are set. ``narrow_selector`` and ``operator_namespace`` go to ``desired_objects``.
+    ``external``: what the pass read of external-secrets.io (None: the offline render,
+    which has no cluster to ask, and so never gates on a secret store).
     """
     plan = Plan()
     refused: dict[str, str] = {}
@@ -271,7 +275,7 @@ def build_plan(
     spec = glance["spec"]
     name = glance["metadata"]["name"]
 
-    gate = gate_secrets(glance, secrets)
+    gate = gate_secrets(glance, secrets, external)
     dsn = None
     db_secret = secrets.get(spec["database"]["secretRef"]["name"])
     if gate.condition["status"] == c.TRUE and db_secret is not None:

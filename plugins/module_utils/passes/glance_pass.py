@@ -70,6 +70,9 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired import upgrade
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     db_purge_cronjob_name,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
+    ExternalSecrets,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import InputSet
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.release import (
     image_release_mismatch,
@@ -145,7 +148,9 @@ class PlanInputs:
     own); ``secrets``, ``configmaps``: the Secrets and ConfigMaps they and the Glance
     reference, as API objects; ``crds`` and ``catalogs``: ``collection_files.load_crds()``
     and ``load_catalogs()``; ``operator_namespace``: where the operator runs (the
-    NetworkPolicy admits its health check from there), None when unknown.
+    NetworkPolicy admits its health check from there), None when unknown;
+    ``secret_store`` and ``external_secrets``: the store the Glance selects (None when it
+    does not exist) and the ExternalSecrets named like its Secrets (``pass_reads``).
     """
 
     crds: Mapping[str, Mapping[str, Any]]
@@ -154,6 +159,8 @@ class PlanInputs:
     configmaps: Sequence[Mapping[str, Any]] = ()
     catalogs: Mapping[str, Mapping[str, Any]] | None = None
     operator_namespace: str | None = None
+    secret_store: Mapping[str, Any] | None = None
+    external_secrets: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -798,6 +805,10 @@ def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.L
         narrow_selector=ls.narrow_selector(live.get(do.SERVICE), live.deployment),
         operator_namespace=plan_inputs.operator_namespace,
         stored=True,
+        external=ExternalSecrets(
+            store=plan_inputs.secret_store,
+            external={str(_meta(e).get("name")): dict(e) for e in plan_inputs.external_secrets},
+        ),
     )
 
 
@@ -851,7 +862,11 @@ def _decide(
     conds = c.by_type(plan.glance_conditions)
     secrets = conds[c.SECRETS_READY]
     # 1. the Secrets gate
-    if secrets["reason"] in (c.WAITING_FOR_DB_CREDENTIALS, c.WAITING_FOR_SERVICE_USER_CREDENTIALS):
+    if secrets["reason"] in (
+        c.SECRET_STORE_NOT_READY,
+        c.WAITING_FOR_DB_CREDENTIALS,
+        c.WAITING_FOR_SERVICE_USER_CREDENTIALS,
+    ):
         p.set(dict(secrets), REQUEUE_SECRETS)
         for type_ in (c.BACKENDS_READY, c.EXTRA_CONFIG_HEALTHY):
             p.set(dict(conds[type_]))

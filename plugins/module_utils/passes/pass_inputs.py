@@ -41,6 +41,8 @@ def glance_inputs(gathered: Mapping[str, Any]) -> tuple[dict, gp.PlanInputs, ls.
         configmaps=data.get("configmaps") or [],
         catalogs=load_catalogs(),
         operator_namespace=data.get("operator_namespace"),
+        secret_store=data.get("secret_store"),
+        external_secrets=data.get("external_secrets") or [],
     )
     live = ls.live_objects(
         glance["metadata"]["name"],

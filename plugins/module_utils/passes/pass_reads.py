@@ -3,8 +3,9 @@
 """What the gather step reads for one pass, decided without the cluster.
 
 A pass reads a fixed, small set of objects: the custom resource, its siblings, the
-Secrets and ConfigMaps the spec names, and the objects the Glance owns (by their fixed
-names, or listed by a label). ``glance_reads`` and ``backend_reads`` name them; the
+Secrets and ConfigMaps the spec names, the secret store and ExternalSecrets where the
+cluster serves external-secrets.io, and the objects the Glance owns (by their fixed names,
+or listed by a label). ``glance_reads`` and ``backend_reads`` name them; the
 gather module performs the reads, one API request each, and nothing else.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import glance_secrets as gs
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.backend_projection import (
     credentials_secret,
     is_attached,
@@ -107,14 +109,38 @@ def owned_reads(name: str, namespace: str, gateway_api: bool) -> list[Read]:
     ]
 
 
+def external_secrets_reads(glance: Mapping[str, Any]) -> list[Read]:
+    """Where the cluster serves external-secrets.io: the store the Glance selects (a
+    ClusterSecretStore is cluster-scoped: discovery says so, the namespace is ignored) and
+    the ExternalSecrets named like its database and service-user Secrets."""
+    namespace = str((glance.get("metadata") or {})["namespace"])
+    kind, store, _ = gs.selected_store(glance)
+    reads = [Read(gs.EXTERNAL_SECRETS_API, kind, namespace, name=store)]
+    spec = _spec(glance)
+    names = {
+        ((spec.get("database") or {}).get("secretRef") or {}).get("name"),
+        ((spec.get("serviceUser") or {}).get("secretRef") or {}).get("name"),
+    }
+    return reads + [
+        Read(gs.EXTERNAL_SECRETS_API, "ExternalSecret", namespace, name=n)
+        for n in sorted(n for n in names if n)
+    ]
+
+
 def glance_reads(
-    glance: Mapping[str, Any], backends: Iterable[Mapping[str, Any]], gateway_api: bool
+    glance: Mapping[str, Any],
+    backends: Iterable[Mapping[str, Any]],
+    gateway_api: bool,
+    external_secrets_api: bool = False,
 ) -> list[Read]:
-    """Everything a Glance pass reads once the Glance and its namespace's backends are in."""
+    """Everything a Glance pass reads once the Glance and its namespace's backends are in
+    (``external_secrets_api``: the cluster serves external-secrets.io)."""
     meta = glance.get("metadata") or {}
     name, namespace = str(meta["name"]), str(meta["namespace"])
     reads = [Read("v1", "Secret", namespace, name=s) for s in referenced_secrets(glance, backends)]
     reads += [Read("v1", "ConfigMap", namespace, name=m) for m in referenced_configmaps(glance)]
+    if external_secrets_api:
+        reads += external_secrets_reads(glance)
     return reads + owned_reads(name, namespace, gateway_api)
 
 

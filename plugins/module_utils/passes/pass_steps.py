@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import glance_secrets as gs
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
 from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (
@@ -96,13 +97,19 @@ def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout:
     namespace = glance["metadata"]["namespace"]
     backends = client.list(pr.GROUP_VERSION, "GlanceBackend", namespace)
     gateway_api = client.serves(pr.HTTP_ROUTE_API, "HTTPRoute")
-    secrets, configmaps, owned = [], [], []
-    for read in pr.glance_reads(glance, backends, gateway_api):
+    eso_api = client.serves(gs.EXTERNAL_SECRETS_API, "ExternalSecret")
+    secrets, configmaps, owned, external_secrets = [], [], [], []
+    secret_store = None
+    for read in pr.glance_reads(glance, backends, gateway_api, eso_api):
         found = _read(client, read)
         if read.owned:
             owned.extend(found)
         elif read.kind == "Secret":
             secrets.extend(found)
+        elif read.kind == "ExternalSecret":
+            external_secrets.extend(found)
+        elif read.api_version == gs.EXTERNAL_SECRETS_API:
+            secret_store = found[0] if found else None
         else:
             configmaps.extend(found)
     live = ls.live_objects(glance["metadata"]["name"], owned, gateway_api=gateway_api)
@@ -115,6 +122,8 @@ def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout:
         "configmaps": configmaps,
         "owned": owned,
         "gateway_api": gateway_api,
+        "secret_store": secret_store,
+        "external_secrets": external_secrets,
         "health": health,
         "operator_namespace": operator_namespace(),
     }
