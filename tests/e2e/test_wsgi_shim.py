@@ -707,10 +707,16 @@ def _launch_release(stack, release_venv, release: str, name: str, edit_more=None
     return f"http://127.0.0.1:{port}", proc
 
 
+# Every release behind the workers' own HTTP (the default), and the stack's release behind
+# uWSGI's HTTP router too (``httpKeepAlive: true``): the router forwards the body the
+# worker drains.
+FRONTS = [(release, "http-socket") for release in RELEASES] + [(RELEASE, "router")]
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(("release", "front"), FRONTS)
 def test_an_upload_while_s3_is_unreachable_is_an_http_error_then_succeeds_once_it_is_back(
-    stack, release_venv, release, say, timed
+    stack, release_venv, release, front, say, timed
 ):
     """The store's port refuses connections: glance gives up on the store before it has read
     the body and answers 5xx; the client, still sending, must read that answer (not a
@@ -720,8 +726,14 @@ def test_an_upload_while_s3_is_unreachable_is_an_http_error_then_succeeds_once_i
     def unreachable_s3(docs: list[dict[str, Any]]) -> None:
         backend = next(d for d in docs if d["kind"] == "GlanceBackend")
         backend["spec"]["s3"]["host"] = f"http://127.0.0.1:{door.port}"
+        if front == "router":
+            glance = next(d for d in docs if d["kind"] == "Glance")
+            glance["spec"].setdefault("apiServer", {})["uwsgi"] = {"httpKeepAlive": True}
 
-    url, proc = _launch_release(stack, release_venv, release, "s3-away", unreachable_s3)
+    name = "s3-away" if front == "http-socket" else f"s3-away-{front}"
+    url, proc = _launch_release(stack, release_venv, release, name, unreachable_s3)
+    if front == "router":
+        assert "--http" in proc.popen.args, proc.popen.args
     token = stack.demo_token()
     image_id = create_image(url, token, f"e2e-s3-away-{release}")
     try:
@@ -731,7 +743,7 @@ def test_an_upload_while_s3_is_unreachable_is_an_http_error_then_succeeds_once_i
             kind = f"{client} {'chunked' if chunked else 'Content-Length'}"
             outcomes[kind] = out
             say(
-                f"\n[e2e] {release} S3 unreachable, {OUTAGE_UPLOAD_SIZE // MIB} MiB {kind}: "
+                f"\n[e2e] {release} {front} S3 unreachable, {OUTAGE_UPLOAD_SIZE // MIB} MiB {kind}: "
                 f"status {out['status']} error {out['error']} in {out['seconds']} s"
             )
             # No image is active without its data.
