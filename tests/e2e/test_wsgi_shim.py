@@ -15,9 +15,11 @@ The e2e suite (``test_glance_api.py``) runs the shim under uWSGI with the render
 command; these tests pin its contract per release without a server, and its drain of an
 error's unread body twice: alone (fake applications, a fake ``wsgi.input`` and
 ``uwsgi.chunked_read``), and, marked ``e2e``, on the session's stack, where a Glance of each
-release whose S3 store's port refuses connections answers a 64 MiB upload: the client must
-read the 500 (before the drain, ``http.client`` got ``ConnectionResetError``), and the
-same upload succeeds once the port forwards to the S3 server again.
+release (and behind uWSGI's HTTP router on the stack's release) whose S3 store's port
+refuses connections answers a 64 MiB upload: the client must read the 500 (before the
+drain, ``http.client`` got ``ConnectionResetError``, and ``requests`` behind the router
+``RemoteDisconnected``), and the same upload succeeds once the port forwards to the S3
+server again.
 """
 
 from __future__ import annotations
