@@ -5,7 +5,8 @@ objects) comes up once, on first use, and is stopped at the end of the session, 
 bringing it up failed half-way. The whole suite is skipped only when a program it needs
 is not installed (``make e2e-env`` installs them all) or when ``C5C3_SKIP_E2E=1``;
 any other failure to bring the stack up fails the tests, with the logs' last lines.
-The wsgi-shim tests (``test_wsgi_shim.py``) need no stack.
+The wsgi-shim tests (``test_wsgi_shim.py``) need no stack, but for the ones marked
+``e2e`` (the drain of an error's unread body, on a real upload).
 """
 
 from __future__ import annotations

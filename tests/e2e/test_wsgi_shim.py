@@ -12,19 +12,35 @@ demand; ``C5C3_SKIP_GLANCE_VENV=1`` skips) runs it in two subprocesses:
   must build the paste application from exactly those files and answer ``GET /``.
 
 The e2e suite (``test_glance_api.py``) runs the shim under uWSGI with the rendered
-command; these tests pin its contract per release without a server.
+command; these tests pin its contract per release without a server, and its drain of an
+error's unread body twice: alone (fake applications, a fake ``wsgi.input`` and
+``uwsgi.chunked_read``), and, marked ``e2e``, on the session's stack, where a Glance of each
+release (and behind uWSGI's HTTP router on the stack's release) whose S3 store's port
+refuses connections answers a 64 MiB upload: the client must read the 500 (before the
+drain, ``http.client`` got ``ConnectionResetError``, and ``requests`` behind the router
+``RemoteDisconnected``), and the same upload succeeds once the port forwards to the S3
+server again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
+import re
+import socket
+import socketserver
 import subprocess
 import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.glance_http import create_image, delete_image, get_image, s3_size
+from e2e.stack import RELEASE, VENV, free_port, http
 from support.hack_scripts import hack_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +102,7 @@ BATCH_DRIVER = textwrap.dedent(
         )
         try:
             loader.exec_module(module)
-            results[name] = module.application
+            results[name] = module.application.__wrapped__  # under the drain wrapper
             if case.get("stage_host_gone"):
                 results[name]["proxy"] = proxy_outcome()
         except Exception as exc:  # the shim's errors are the result
@@ -165,6 +181,108 @@ BOUND_DRIVER = textwrap.dedent(
         "slots_free_after": executor.slots._value,
         "refused": refused,
     }), flush=True)
+    """
+)
+
+
+# Loads the shim like uWSGI (init_app stubbed), then runs its drain wrapper alone around
+# fake applications, with a fake ``wsgi.input`` and a fake ``uwsgi.chunked_read``.
+DRAIN_DRIVER = textwrap.dedent(
+    """
+    import importlib.machinery, importlib.util, io, json, sys, types
+    from glance.common import wsgi_app
+
+    request = json.loads(sys.stdin.read())
+    wsgi_app.init_app = lambda: None
+    sys.argv = ["uwsgi"]
+    loader = importlib.machinery.SourceFileLoader("glance_wsgi_api", request["shim"])
+    shim = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(shim)
+    events = []
+
+    class Input(io.BytesIO):
+        def read(self, *args):
+            data = super().read(*args)
+            events.append(("server read", len(data)))
+            return data
+
+    def chunks(blocks):
+        def chunked_read(timeout=0):
+            events.append(("chunked_read", timeout))
+            return blocks.pop(0) if blocks else b""
+        return chunked_read
+
+    def app(status, read=0, lazy=False, raises=False):
+        def application(environ, start_response):
+            def respond():
+                environ["wsgi.input"].read(read)
+                if raises:
+                    raise RuntimeError("the store is gone")
+                start_response(status, [("Content-Type", "text/plain")])
+                events.append(("start_response", status))
+                return [b"answer " + status.encode()]
+            if not lazy:
+                return respond()
+            def generate():
+                yield from respond()
+            return generate()
+        return application
+
+    def run(application, body=b"", chunked_read=None, **headers):
+        events.clear()
+        logged = []
+        wrapped = shim.drain_unread_body_on_error(application, chunked_read, logged.append)
+        environ = {"REQUEST_METHOD": "PUT", "PATH_INFO": "/v2/images/x/file",
+                   "wsgi.input": Input(body), **headers}
+        given = environ["wsgi.input"]
+        try:
+            result = wrapped(environ, lambda status, headers, exc_info=None: None)
+        except RuntimeError as exc:
+            return {"raised": str(exc), "events": list(events), "logged": logged,
+                    "left": len(body) - given.tell()}
+        blocks = []
+        for block in result:
+            events.append(("block out", len(block)))
+            blocks.append(block.decode())
+        return {"blocks": blocks, "events": list(events), "logged": logged,
+                "left": len(body) - given.tell(),
+                "unwrapped": result.__class__.__name__ == "list",
+                "input_wrapped": environ["wsgi.input"] is not given}
+
+    body = bytes(3 * 1024 * 1024 + 5)
+    cl = {"CONTENT_LENGTH": str(len(body))}
+    chunked = {"HTTP_TRANSFER_ENCODING": "chunked"}
+    out = {
+        "error-part-read": run(app("500 Internal Server Error", read=1000), body, **cl),
+        "error-all-read": run(app("400 Bad Request", read=len(body)), body, **cl),
+        "success-part-read": run(app("204 No Content", read=1000), body, **cl),
+        "no-body": run(app("404 Not Found"), b"", REQUEST_METHOD="GET"),
+        "lazy-error": run(app("503 Service Unavailable", read=10, lazy=True), body, **cl),
+        "lazy-success": run(app("200 OK", read=10, lazy=True), body, **cl),
+        "raises": run(app("500 Internal Server Error", read=10, raises=True), body, **cl),
+        "too-large": run(app("500 Internal Server Error", read=10), body,
+                         CONTENT_LENGTH=str(shim.DRAIN_MAX_BYTES + 11)),
+        "expect-continue": run(app("401 Unauthorized"), body, HTTP_EXPECT="100-continue", **cl),
+        "chunked-error": run(app("500 Internal Server Error"), b"",
+                             chunks([b"a" * 100, b"b" * 50]), **chunked),
+        "chunked-read-to-end": run(app("500 Internal Server Error"), b"", chunks([]), **chunked),
+        "chunked-outside-uwsgi": run(app("500 Internal Server Error"), b"", None, **chunked),
+    }
+    # The bounds, on drain_body alone: a clock that moves 25 s per look, endless chunks.
+    ticks = iter(range(0, 10000, 25))
+    endless = lambda timeout=0: b"x" * 1024
+    environ = {"HTTP_TRANSFER_ENCODING": "chunked"}
+    out["slow"] = shim.drain_body(environ, shim.CountingInput(Input(b"")), endless,
+                                  clock=lambda: next(ticks))
+    shim.DRAIN_MAX_BYTES = 10 * 1024
+    out["endless"] = shim.drain_body(environ, shim.CountingInput(Input(b"")), endless)
+    out["no-uwsgi"] = shim.uwsgi_chunked_read(None)
+    try:
+        shim.uwsgi_chunked_read(types.SimpleNamespace())
+        out["refused"] = None
+    except shim.ShimError as exc:
+        out["refused"] = str(exc)
+    print("RESULT " + json.dumps(out), flush=True)
     """
 )
 
@@ -444,3 +562,367 @@ def test_an_s3_upload_holds_at_most_one_part_per_thread_in_memory(release, tmp_p
     assert result["results"] == [True, True, 1]
     assert result["slots_free_after"] == 2
     assert "gone no longer uploads parts" in result["refused"]
+
+
+# ---------------------------------------------------------------------------------------
+# an error answered to an upload whose body is not read to its end, on the stack
+
+MIB = 1024 * 1024
+OUTAGE_UPLOAD_SIZE = 64 * MIB
+
+# Runs in the e2e environment: one PUT of ``size`` bytes, sent whole before the answer is
+# read, with Content-Length or chunked in 1 MiB blocks (the size in x-openstack-image-size),
+# by one of two clients: ``requests`` (urllib3 2, as python-glanceclient and the openstack
+# CLI send it), or ``http.client`` as tests/cluster/load.py (the chaos load) sends it.
+# Output: the status and body it read, or the error it got.
+UPLOAD_CLIENT = textwrap.dedent(
+    """
+    import hashlib, http.client, json, random, sys, time, urllib.parse
+    import requests
+    req = json.loads(sys.stdin.read())
+    data = random.Random(req["seed"]).randbytes(req["size"])
+    headers = {"X-Auth-Token": req["token"], "Content-Type": "application/octet-stream"}
+    blocks = [data[i:i + 1048576] for i in range(0, len(data), 1048576)]
+    if req["chunked"]:
+        headers["x-openstack-image-size"] = str(len(data))
+    started = time.monotonic()
+    try:
+        if req["client"] == "requests":
+            body = iter(blocks) if req["chunked"] else data
+            resp = requests.put(req["url"], data=body, headers=headers, timeout=600)
+            out = {"status": resp.status_code, "body": resp.text[:2000], "error": None}
+        else:
+            url = urllib.parse.urlsplit(req["url"])
+            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=600)
+            conn.putrequest("PUT", url.path)
+            for name, value in headers.items():
+                conn.putheader(name, value)
+            if req["chunked"]:
+                conn.putheader("Transfer-Encoding", "chunked")
+            else:
+                conn.putheader("Content-Length", str(len(data)))
+            conn.endheaders()
+            for block in blocks:
+                conn.send(b"%x\\r\\n%s\\r\\n" % (len(block), block) if req["chunked"] else block)
+            if req["chunked"]:
+                conn.send(b"0\\r\\n\\r\\n")
+            resp = conn.getresponse()
+            out = {"status": resp.status, "body": resp.read()[:2000].decode(), "error": None}
+            conn.close()
+    except (OSError, http.client.HTTPException, requests.RequestException) as exc:
+        out = {"status": None, "body": "", "error": repr(exc)}
+    out["seconds"] = round(time.monotonic() - started, 2)
+    out["sha512"] = hashlib.sha512(data).hexdigest()
+    print(json.dumps(out))
+    """
+)
+CLIENTS = ("requests", "http.client")
+
+
+def _upload(
+    stack, url: str, token: str, image_id: str, size: int, chunked: bool, seed: int, client: str
+):
+    request = {
+        "client": client,
+        "url": f"{url}/v2/images/{image_id}/file",
+        "token": token,
+        "size": size,
+        "chunked": chunked,
+        "seed": seed,
+    }
+    return stack.e2e_python(UPLOAD_CLIENT, request)
+
+
+class S3Door:
+    """A port of 127.0.0.1 where nothing listens until :meth:`open`: then every connection
+    is passed on to the stack's S3 server (moto keeps its objects in memory: it is never
+    stopped). Closed, the port refuses connections, as a stopped server's, or the node's
+    iptables REJECT of tests/cluster/test_chaos.py."""
+
+    def __init__(self, target_port: int) -> None:
+        self.port = free_port()
+        self.target_port = target_port
+        self.server: socketserver.ThreadingTCPServer | None = None
+
+    def open(self) -> None:
+        target = self.target_port
+
+        class Pass(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                with socket.create_connection(("127.0.0.1", target), timeout=300) as upstream:
+                    back = threading.Thread(target=_pump, args=(upstream, self.request))
+                    back.start()
+                    _pump(self.request, upstream)
+                    back.join(300)
+
+        class Server(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", self.port), Pass)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while block := source.recv(65536):
+            sink.sendall(block)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+
+def _launch_release(stack, release_venv, release: str, name: str, edit_more=None):
+    """A Glance API of ``release`` from a variant of the stack's render; (url, process).
+
+    The stack's own release runs from the e2e environment on the stack's database; another
+    release from ``.venv-glance/<release>`` on a database of its own (as test_releases.py).
+    """
+    venv, database = VENV, None
+    if release != RELEASE:
+        venv = release_venv(release)
+        database = f"glance_{name}_{release}".replace(".", "_").replace("-", "_")
+        stack.create_database(database)
+
+    def edit(docs: list[dict[str, Any]]) -> None:
+        spec = next(d for d in docs if d["kind"] == "Glance")["spec"]
+        if database is not None:
+            spec["openStackRelease"] = release
+            spec["image"]["tag"] = release
+            spec["database"]["database"] = database
+        if edit_more is not None:
+            edit_more(docs)
+
+    rendered, remap = stack.variant(f"{name}-{release}", edit, venv=venv)
+    if database is not None:
+        stack.run_container(f"glance-db-sync-{name}-{release}", rendered, remap, "Job", "db-sync")
+    port = free_port()
+    proc = stack.launch_from(f"glance-api-{name}-{release}", rendered, remap, port)
+    return f"http://127.0.0.1:{port}", proc
+
+
+# Every release behind the workers' own HTTP (the default), and the stack's release behind
+# uWSGI's HTTP router too (``httpKeepAlive: true``): the router forwards the body the
+# worker drains.
+FRONTS = [(release, "http-socket") for release in RELEASES] + [(RELEASE, "router")]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("release", "front"), FRONTS)
+def test_an_upload_while_s3_is_unreachable_is_an_http_error_then_succeeds_once_it_is_back(
+    stack, release_venv, release, front, say, timed
+):
+    """The store's port refuses connections: glance gives up on the store before it has read
+    the body and answers 5xx; the client, still sending, must read that answer (not a
+    connection reset). Once the store answers again the same image uploads."""
+    door = S3Door(stack.moto_port)
+
+    def unreachable_s3(docs: list[dict[str, Any]]) -> None:
+        backend = next(d for d in docs if d["kind"] == "GlanceBackend")
+        backend["spec"]["s3"]["host"] = f"http://127.0.0.1:{door.port}"
+        if front == "router":
+            glance = next(d for d in docs if d["kind"] == "Glance")
+            glance["spec"].setdefault("apiServer", {})["uwsgi"] = {"httpKeepAlive": True}
+
+    name = "s3-away" if front == "http-socket" else f"s3-away-{front}"
+    url, proc = _launch_release(stack, release_venv, release, name, unreachable_s3)
+    if front == "router":
+        assert "--http" in proc.popen.args, proc.popen.args
+    token = stack.demo_token()
+    image_id = create_image(url, token, f"e2e-s3-away-{release}")
+    try:
+        outcomes = {}
+        for client, chunked in itertools.product(CLIENTS, (False, True)):
+            out = _upload(stack, url, token, image_id, OUTAGE_UPLOAD_SIZE, chunked, 1, client)
+            kind = f"{client} {'chunked' if chunked else 'Content-Length'}"
+            outcomes[kind] = out
+            say(
+                f"\n[e2e] {release} {front} S3 unreachable, {OUTAGE_UPLOAD_SIZE // MIB} MiB {kind}: "
+                f"status {out['status']} error {out['error']} in {out['seconds']} s"
+            )
+            # No image is active without its data.
+            assert get_image(url, token, image_id)["status"] == "queued"
+        for kind, out in outcomes.items():
+            assert out["error"] is None, (kind, out)
+            assert 500 <= out["status"] < 600, (kind, out)
+            assert out["body"], (kind, out)
+        door.open()
+        out = _upload(stack, url, token, image_id, OUTAGE_UPLOAD_SIZE, False, 2, "http.client")
+        say(f"\n[e2e] {release} S3 back: status {out['status']} in {out['seconds']} s")
+        assert out["status"] == 204, out
+        image = get_image(url, token, image_id)
+        assert image["status"] == "active"
+        assert image["size"] == OUTAGE_UPLOAD_SIZE
+        assert image["os_hash_value"] == out["sha512"]
+        assert s3_size(stack, stack.bucket, image_id) == OUTAGE_UPLOAD_SIZE
+        # Each answer above was drained whole (glance gave up before it read a byte).
+        drains = _drain_lines(proc)
+        say(f"\n[e2e] {release}: " + "; ".join(drains))
+        assert len(drains) == len(outcomes), drains
+        assert all(
+            re.fullmatch(
+                rf"glance-wsgi-api: PUT /v2/images/{image_id}/file answered 500: drained "
+                rf"{OUTAGE_UPLOAD_SIZE} bytes in [0-9.]+ s",
+                line,
+            )
+            for line in drains
+        ), drains
+    finally:
+        delete_image(url, token, image_id)
+        proc.stop()
+        door.close()
+
+
+def _drain_lines(proc) -> list[str]:
+    return [
+        line[line.index("glance-wsgi-api: ") :]
+        for line in proc.log.read_text(errors="replace").splitlines()
+        if "glance-wsgi-api: " in line
+    ]
+
+
+@pytest.mark.e2e
+def test_a_successful_upload_and_an_error_to_a_body_read_to_its_end_are_unchanged(
+    stack, say, timed
+):
+    """On the stack's Glance (S3 answers): an upload succeeds as before, and an error to a
+    request whose body glance read whole (a create with an unknown disk format) is
+    answered at once; neither is drained."""
+    token = stack.demo_token()
+    logged = len(_drain_lines(stack.glance))
+    image_id = create_image(stack.glance_url, token, "e2e-drain-success")
+    try:
+        for client in CLIENTS:
+            out = _upload(stack, stack.glance_url, token, image_id, 8 * MIB, False, 3, client)
+            say(
+                f"\n[e2e] S3 up, 8 MiB {client} Content-Length: {out['status']} in {out['seconds']} s"
+            )
+            assert out["status"] == 204, out
+            image = get_image(stack.glance_url, token, image_id)
+            assert image["status"] == "active"
+            assert image["os_hash_value"] == out["sha512"]
+            delete_image(stack.glance_url, token, image_id)
+            image_id = create_image(stack.glance_url, token, "e2e-drain-success")
+    finally:
+        delete_image(stack.glance_url, token, image_id)
+    body = {"name": "e2e-bad-format", "disk_format": "no-such-format", "container_format": "bare"}
+    started = time.monotonic()
+    resp = http("POST", f"{stack.glance_url}/v2/images", body, {"X-Auth-Token": token})
+    assert resp.status == 400, resp
+    assert b"no-such-format" in resp.body, resp.body
+    say(f"\n[e2e] a 400 to a body read whole: in {time.monotonic() - started:.2f} s")
+    assert _drain_lines(stack.glance)[logged:] == []
+
+
+@pytest.fixture(scope="module")
+def drains(tmp_path_factory) -> dict[str, dict[str, Any]]:
+    runs: dict[str, dict[str, Any]] = {}
+
+    def run(release: str) -> dict[str, Any]:
+        if release not in runs:
+            base = tmp_path_factory.mktemp(f"drain-{release}")
+            runs[release] = _run(_python(release), DRAIN_DRIVER, {"shim": str(SHIM)}, base)
+        return runs[release]
+
+    return run
+
+
+LEFT = 3 * 1024 * 1024 + 5 - 1000  # the fake body, less what the application read
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_error_drains_the_unread_body_before_its_first_byte_goes_out(drains, release):
+    result = drains(release)["error-part-read"]
+    assert result["blocks"] == ["answer 500 Internal Server Error"]
+    assert result["left"] == 0
+    # Read in blocks of at most 1 MiB, after the answer was decided, before it goes out.
+    reads = [e[1] for e in result["events"] if e[0] == "server read"]
+    assert reads == [1000, 1024 * 1024, 1024 * 1024, LEFT - 2 * 1024 * 1024]
+    order = [e[0] for e in result["events"]]
+    assert order.index("start_response") < order.index("block out")
+    assert order[-2] == "server read", order
+    assert result["logged"] == [
+        f"glance-wsgi-api: PUT /v2/images/x/file answered 500: drained {LEFT} bytes in "
+        + result["logged"][0].rsplit(" in ", 1)[1]
+    ]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_success_or_a_body_read_to_its_end_is_handed_on_untouched(drains, release):
+    runs = drains(release)
+    success = runs["success-part-read"]
+    assert success["unwrapped"], "a success answer is returned as the application gave it"
+    assert success["left"] == LEFT  # nothing drained
+    assert success["logged"] == []
+    read_all = runs["error-all-read"]
+    assert read_all["unwrapped"]
+    assert [e for e in read_all["events"] if e[0] == "server read"] == [
+        ["server read", 3 * 1024 * 1024 + 5]
+    ]
+    assert read_all["logged"] == []
+    no_body = runs["no-body"]
+    assert no_body["unwrapped"] and not no_body["input_wrapped"]
+    assert no_body["logged"] == []
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_lazy_application_drains_before_its_first_block_only_on_an_error(drains, release):
+    runs = drains(release)
+    error = runs["lazy-error"]
+    order = [e[0] for e in error["events"]]
+    assert order[:2] == ["server read", "start_response"]
+    assert order[-1] == "block out" and order[-2] == "server read", order
+    assert error["left"] == 0
+    success = runs["lazy-success"]
+    assert success["left"] == 3 * 1024 * 1024 + 5 - 10
+    assert success["logged"] == []
+    raised = runs["raises"]
+    assert raised["raised"] == "the store is gone"
+    assert raised["left"] == 0
+    assert "answered with an exception: drained" in raised["logged"][0]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_chunked_body_is_drained_with_uwsgi_chunked_read(drains, release):
+    runs = drains(release)
+    error = runs["chunked-error"]
+    assert [e for e in error["events"] if e[0] == "chunked_read"] == [["chunked_read", 60]] * 3
+    assert "drained 150 bytes" in error["logged"][0]
+    read_to_end = runs["chunked-read-to-end"]  # uWSGI answers b"" once the last chunk was read
+    assert read_to_end["logged"] == []
+    outside = runs["chunked-outside-uwsgi"]
+    assert outside["logged"] == [
+        "glance-wsgi-api: PUT /v2/images/x/file answered 500: not drained: a chunked body "
+        "outside uWSGI"
+    ]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_past_its_bounds_the_body_is_not_drained(drains, release):
+    runs = drains(release)
+    too_large = runs["too-large"]
+    assert too_large["logged"] == [
+        "glance-wsgi-api: PUT /v2/images/x/file answered 500: not drained: 1073741825 bytes "
+        "left, more than 1073741824"
+    ]
+    assert [e for e in too_large["events"] if e[0] == "server read"] == [["server read", 10]]
+    waits = runs["expect-continue"]
+    assert waits["left"] == 3 * 1024 * 1024 + 5
+    assert "not drained: the client waits for 100 Continue" in waits["logged"][0]
+    assert runs["slow"].startswith("drain stopped after 75.0 s: 2048 bytes read"), runs["slow"]
+    assert runs["endless"] == "drain stopped: more than 10240 bytes"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_uwsgi_without_chunked_read_is_refused_loudly(drains, release):
+    runs = drains(release)
+    assert runs["no-uwsgi"] is None
+    assert "this uWSGI has no uwsgi.chunked_read" in runs["refused"]
