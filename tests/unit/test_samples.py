@@ -14,6 +14,9 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_f
     load_catalogs,
     load_crds,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
+    db_secret_keys,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (
     error_lines,
     judge_documents,
@@ -54,7 +57,8 @@ def test_sample_secrets_hold_every_key_the_resources_reference():
             for s in found.secrets
         }
         spec = found.glance["spec"]
-        assert {"username", "password"} <= keys[spec["database"]["secretRef"]["name"]]
+        stored = judge(CRDS["Glance"], found.glance).object
+        assert set(db_secret_keys(stored)) <= keys[spec["database"]["secretRef"]["name"]]
         assert (
             spec["serviceUser"]["secretRef"].get("key", "password")
             in keys[spec["serviceUser"]["secretRef"]["name"]]
