@@ -76,6 +76,8 @@ EXPECTED_MANAGER_RULES = (
     | grants("networking.k8s.io", ["networkpolicies"], OWNED)
     | grants("batch", ["jobs", "cronjobs"], OWNED)
     | grants("gateway.networking.k8s.io", ["httproutes"], OWNED)
+    | grants("k8s.mariadb.com", ["databases", "users", "grants"], OWNED)
+    | grants("k8s.mariadb.com", ["mariadbs"], ["get", "list", "watch"])
     | grants("", ["services/proxy"], ["get"])
     | grants("", ["events"], ["create", "patch"])
     | grants("events.k8s.io", ["events"], ["create", "patch"])

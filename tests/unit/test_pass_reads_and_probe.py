@@ -141,3 +141,25 @@ def test_a_proxy_error_becomes_the_condition_the_pass_reports():
     cond, requeue = gp.health_condition(gp.Health.from_data(got))
     assert (cond["status"], cond["reason"], requeue) == ("False", "ConnectionFailed", 10)
     assert 'no endpoints available for service "glance"' in cond["message"]
+
+
+def test_managed_mode_reads_the_mariadb_and_its_database_user_and_grant():
+    spec = {"database": {"host": None, "clusterRef": {"name": "mariadb"}}}
+    glance = glance_object(patched(GLANCE, {"spec": spec}))
+    reads = {(r.api_version, r.kind, r.name, r.owned) for r in pr.glance_reads(glance, [], True)}
+    api = "k8s.mariadb.com/v1alpha1"
+    assert (api, "MariaDB", "mariadb", False) in reads  # an input, not owned
+    assert {(api, k, "glance", True) for k in ("Database", "User", "Grant")} <= reads
+    assert [(r.kind, r.name) for r in pr.deletion_reads(glance)] == [
+        ("Database", "glance"),
+        ("User", "glance"),
+        ("Grant", "glance"),
+    ]
+
+
+def test_brownfield_mode_reads_nothing_of_mariadb_operator():
+    glance = glance_object(GLANCE)
+    assert not any(
+        r.api_version.startswith("k8s.mariadb.com") for r in pr.glance_reads(glance, [], True)
+    )
+    assert pr.deletion_reads(glance) == []

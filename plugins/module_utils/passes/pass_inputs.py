@@ -41,6 +41,7 @@ def glance_inputs(gathered: Mapping[str, Any]) -> tuple[dict, gp.PlanInputs, ls.
         configmaps=data.get("configmaps") or [],
         catalogs=load_catalogs(),
         operator_namespace=data.get("operator_namespace"),
+        database_cluster=data.get("database_cluster"),
     )
     live = ls.live_objects(
         glance["metadata"]["name"],
