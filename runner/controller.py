@@ -20,8 +20,9 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
   never, an update only when something besides ``status``, ``resourceVersion`` and the
   ``managedFields`` times changed. One addition: a change of a Deployment's, Job's or
   HTTPRoute's readiness (:func:`readiness`) wakes the owner too, although it is a status
-  change. The Glance pass waits for exactly these (DeploymentReady, the db-sync Job,
-  HTTPRouteAccepted); with the predicate alone the pass would see them only at its next
+  change, and so does a mariadb-operator Database's, User's or Grant's ``Ready``. The Glance
+  pass waits for exactly these (DeploymentReady, the db-sync Job, HTTPRouteAccepted, the
+  managed database); with the predicate alone the pass would see them only at its next
   requeue (10 to 30 s later). Other status changes (a Deployment's ``conditions`` timestamps
   or a replica count that flips none of the pass's predicates, a Job's ``active`` count)
   still wake nothing.
@@ -185,6 +186,11 @@ def readiness(obj: Mapping[str, Any]) -> Any:
                 if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
             )
         )
+    if kind in ("Database", "User", "Grant") and str(obj.get("apiVersion", "")).startswith(
+        "k8s.mariadb.com/"
+    ):
+        # Managed mode's gate waits for each one's Ready (live_state.condition_ready).
+        return live_state.condition_ready(obj)
     if kind == "HTTPRoute":
         return tuple(
             (

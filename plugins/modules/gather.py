@@ -99,10 +99,12 @@ configmaps:
   elements: dict
   returned: kind is Glance and active
 owned:
-  description: (Glance) The live objects the Glance owns, as one flat list.
+  description:
+    - (Glance) The live objects the Glance owns, as one flat list. For a Glance being
+      deleted, only its k8s.mariadb.com Database, User and Grant (managed mode).
   type: list
   elements: dict
-  returned: kind is Glance and active
+  returned: kind is Glance
 gateway_api:
   description: (Glance) The cluster serves gateway.networking.k8s.io/v1 HTTPRoute.
   type: bool
@@ -120,6 +122,12 @@ external_secrets:
       service-user Secrets, where the cluster serves external-secrets.io.
   type: list
   elements: dict
+  returned: kind is Glance and active
+database_cluster:
+  description:
+    - (Glance) The k8s.mariadb.com MariaDB that spec.database.clusterRef names (managed mode);
+      null in brownfield mode or when it does not exist.
+  type: dict
   returned: kind is Glance and active
 health:
   description:

@@ -641,6 +641,29 @@ class Stack:
             f"{self.keystone_url}, mariadb {self.host}:{self.mariadb_port}, s3 {self.s3_url}"
         )
 
+    def start_mariadb(self) -> None:
+        """MariaDB alone, ready, on :attr:`host` (the reconcile tests of managed database
+        mode: tests/support/mariadb_controller.py makes databases and users in it)."""
+        self._ports()
+        self._mariadb()
+
+    def root_sql(self, name: str, statement: str) -> subprocess.CompletedProcess:
+        """``statement`` as MariaDB's root over the private socket (what mariadb-operator
+        does with its own privileged connection); the output in ``logs/<name>.log``."""
+        return self.run(
+            name,
+            [
+                debian_program("mariadb"),
+                "--no-defaults",
+                f"--socket={self.root / 'mariadb' / 'mysqld.sock'}",
+                "-uroot",
+                "-N",
+                "-B",
+                "-e",
+                statement,
+            ],
+        )
+
     def _ports(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         # MariaDB's port may be asked for (make cluster-services --mariadb-port); else free.

@@ -81,6 +81,8 @@ EXPECTED_MANAGER_RULES = (
         ["externalsecrets", "secretstores", "clustersecretstores"],
         ["get", "list", "watch"],
     )
+    | grants("k8s.mariadb.com", ["databases", "users", "grants"], OWNED)
+    | grants("k8s.mariadb.com", ["mariadbs"], ["get", "list", "watch"])
     | grants("", ["services/proxy"], ["get"])
     | grants("", ["events"], ["create", "patch"])
     | grants("events.k8s.io", ["events"], ["create", "patch"])

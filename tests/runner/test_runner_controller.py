@@ -881,3 +881,11 @@ def test_a_look_again_is_queued_low_and_a_retry_high_and_passes_wait_at_that_pri
     ]
     # The pass asks for its slot at the priority its key was handed out with.
     assert controller.reconciler.executor.priority_of == queue.priority
+
+
+def test_a_mariadb_resource_turning_ready_is_a_readiness_change():
+    database = {"apiVersion": "k8s.mariadb.com/v1alpha1", "kind": "Database", "status": {}}
+    ready = copy.deepcopy(database)
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert (ctl.readiness(database), ctl.readiness(ready)) == (False, True)
+    assert ("k8s.mariadb.com/v1alpha1", "Grant") in ctl.DEPENDENT_KINDS

@@ -38,6 +38,30 @@ RULES = [
     ),
     (
         "Glance",
+        "spec.database",
+        "exactly one of clusterRef or host must be set",
+        {"spec": {"database": {"host": DELETE, "clusterRef": {"name": "mariadb"}}}},
+        {"spec": {"database": {"clusterRef": {"name": "mariadb"}}}},
+        None,
+    ),
+    (
+        "Glance",
+        "spec.database",
+        "credentialsMode Dynamic requires clusterRef (managed mode)",
+        {
+            "spec": {
+                "database": {
+                    "host": DELETE,
+                    "clusterRef": {"name": "mariadb"},
+                    "credentialsMode": "Dynamic",
+                }
+            }
+        },
+        {"spec": {"database": {"credentialsMode": "Dynamic"}}},
+        None,
+    ),
+    (
+        "Glance",
         "spec.cache",
         "exactly one of clusterRef or servers must be set",
         {"spec": {"cache": {"servers": DELETE, "clusterRef": {"name": "memcached"}}}},

@@ -1330,6 +1330,7 @@ def test_every_object_is_namespaced_and_owned_by_the_glance_as_controller():
         "autoscaling": {"maxReplicas": 4, "targetCPUUtilization": 70},
         "networkPolicy": POLICY,
         "gateway": {"parentRef": {"name": "gw"}, "hostname": "g.example"},
+        "database": MANAGED_DB,
     }
     objects = desired(spec)
     assert list(objects) == list(do.OBJECT_KEYS)
@@ -1348,7 +1349,60 @@ def test_optional_objects_are_none_when_their_block_is_unset():
     objects = desired()
     assert {key for key, data in objects.items() if data is None} == do.OPTIONAL_OBJECTS | set(
         do.DB_PHASE_JOBS
-    )
+    ) | set(do.MARIADB_OBJECTS)  # brownfield mode: no MariaDB resources
+
+
+# --- managed mode: the mariadb-operator resources (reference-spec §4.10) ----------------
+
+MANAGED_DB = {"host": DELETE, "clusterRef": {"name": "mariadb"}}
+
+
+def test_managed_static_asks_for_a_database_a_user_and_a_grant_named_after_the_glance():
+    objects = desired({"database": MANAGED_DB})
+    owner = [{**OWNER, "controller": True, "blockOwnerDeletion": True}]
+    labels = {
+        "app.kubernetes.io/name": "glance",
+        "app.kubernetes.io/instance": "glance",
+        "app.kubernetes.io/managed-by": "glance-operator",
+    }
+    meta = {"name": "glance", "namespace": "openstack", "labels": labels, "owner_references": owner}
+    ref = {"name": "mariadb"}
+    assert objects["mariadb_database"] == {
+        **meta,
+        "mariadb_ref": ref,
+        "character_set": "utf8",
+        "collate": "utf8_general_ci",
+        "database": "glance",
+    }
+    assert objects["mariadb_user"] == {
+        **meta,
+        "mariadb_ref": ref,
+        "password_secret_key_ref": {"name": "glance-db", "key": "password"},
+    }
+    assert objects["mariadb_grant"] == {
+        **meta,
+        "mariadb_ref": ref,
+        "privileges": ["ALL PRIVILEGES"],
+        "database": "glance",
+        "table": "*",
+        "username": "glance",
+    }
+
+
+def test_managed_dynamic_asks_for_the_database_alone():
+    objects = desired({"database": {**MANAGED_DB, "credentialsMode": "Dynamic"}})
+    assert objects["mariadb_database"]["mariadb_ref"] == {"name": "mariadb"}
+    assert objects["mariadb_user"] is None and objects["mariadb_grant"] is None
+
+
+def test_the_network_policy_allows_the_database_port_in_managed_mode_too():
+    spec = {"networkPolicy": POLICY, "database": {**MANAGED_DB, "port": 3307}}
+    egress = desired(spec)["network_policy"]["egress"]
+    assert egress[1] == {"ports": [{"protocol": "TCP", "port": 3307}]}
+    spec = {"networkPolicy": POLICY, "database": MANAGED_DB}
+    assert desired(spec)["network_policy"]["egress"][1] == {
+        "ports": [{"protocol": "TCP", "port": 3306}]
+    }
 
 
 def test_without_a_valid_config_only_the_spec_driven_objects_are_rendered():

@@ -145,6 +145,37 @@ CASES = [
             'spec.image: Invalid value: "object": exactly one of image.tag or image.digest must be set'
         ],
     ),
+    ("database", {"database": {"host": DELETE, "clusterRef": {"name": "mariadb"}}}, []),
+    (
+        "database",
+        {
+            "database": {
+                "host": DELETE,
+                "clusterRef": {"name": "mariadb"},
+                "credentialsMode": "Dynamic",
+            }
+        },
+        [],
+    ),
+    ("database", {"database": {"credentialsMode": "Static"}}, []),
+    (
+        "database",
+        {"database": {"clusterRef": {"name": "mariadb"}}},
+        ['spec.database: Invalid value: "object": exactly one of clusterRef or host must be set'],
+    ),
+    (
+        "database",
+        {"database": {"host": DELETE}},
+        ['spec.database: Invalid value: "object": exactly one of clusterRef or host must be set'],
+    ),
+    (
+        "database",
+        {"database": {"credentialsMode": "Dynamic"}},
+        [
+            'spec.database.credentialsMode: Invalid value: "Dynamic": credentialsMode Dynamic '
+            "requires clusterRef (managed mode)"
+        ],
+    ),
     ("cache", {"cache": {"servers": DELETE, "clusterRef": {"name": "memcached"}}}, []),
     (
         "cache",

@@ -6,12 +6,13 @@ as the apply step would and plays the controllers (Deployments get ready, Jobs f
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 from datetime import UTC, datetime
 
 import pytest
-from support.builders import BACKEND, GLANCE, patched
+from support.builders import BACKEND, DELETE, GLANCE, patched
 from support.cluster import (
     GLANCE_UID,
     HEALTHY,
@@ -1073,3 +1074,137 @@ def test_a_health_result_may_be_given_as_data_or_as_a_health():
         f"health check failed: {URL}: no answer",
         10,
     )
+
+
+# --- managed mode: the MariaDB gate and the Database, User and Grant (§2.3 step 5, §2.10) ----
+
+MANAGED = {"database": {"host": DELETE, "clusterRef": {"name": "mariadb"}}}
+DYNAMIC = {"database": {**MANAGED["database"], "credentialsMode": "Dynamic"}}
+READY = {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "ok"}]}
+MARIADB = {
+    "apiVersion": "k8s.mariadb.com/v1alpha1",
+    "kind": "MariaDB",
+    "metadata": {"name": "mariadb", "namespace": "openstack", "uid": "mariadb-uid"},
+    "status": READY,
+}
+
+
+def managed(spec: dict = MANAGED, cluster_ready: bool = True, **kw) -> Reconciler:
+    mariadb = copy.deepcopy(MARIADB)
+    if not cluster_ready:
+        mariadb["status"] = {"conditions": [{"type": "Ready", "status": "False"}]}
+    return make(spec=spec, database_cluster=mariadb, **kw)
+
+
+def set_ready(r: Reconciler, *kinds: str) -> None:
+    for kind in kinds:
+        r.cluster.get(kind, "glance")["status"] = copy.deepcopy(READY)
+
+
+def database(r: Reconciler) -> tuple[str, str, str]:
+    cond = r.condition(c.DATABASE_READY)
+    return cond["status"], cond["reason"], cond["message"]
+
+
+@pytest.mark.parametrize("cluster_ready", [False, None])
+def test_managed_mode_waits_for_a_ready_mariadb_before_anything_of_the_database(cluster_ready):
+    r = make(spec=MANAGED) if cluster_ready is None else managed(cluster_ready=False)
+    result = r.run_pass()
+    assert database(r) == ("False", "ClusterNotReady", 'MariaDB cluster "mariadb" is not ready')
+    assert result.requeue_after == 30
+    written = kinds_written(result)
+    assert not {"Database", "User", "Grant", "Job"} & set(written), written
+
+
+def test_managed_static_applies_the_database_then_the_user_and_grant_then_syncs():
+    r = managed()
+    first = r.run_pass()
+    assert [w for w in writes(first) if w[1] in ("Database", "User", "Grant", "Job")] == [
+        ("apply", "Database", "glance", ap.ABSENT)
+    ]
+    assert database(r)[:2] == ("False", "WaitingForDatabase")
+    assert (
+        'Database glance to be ready (mariadb-operator, on the MariaDB "mariadb")' in database(r)[2]
+    )
+    assert first.requeue_after == 30
+    database_obj = r.cluster.get("Database", "glance")
+    assert database_obj["metadata"]["ownerReferences"] == [owner_ref()]
+    assert database_obj["spec"]["mariaDbRef"] == {"name": "mariadb"}
+
+    r.run_pass()  # still not Ready: nothing more
+    assert r.cluster.get("User", "glance") is None
+    set_ready(r, "Database")
+    second = r.run_pass()
+    assert [w[1] for w in writes(second) if w[1] in ("User", "Grant", "Job")] == ["User", "Grant"]
+    assert database(r)[:2] == ("False", "WaitingForDatabase")
+    assert "User glance and Grant glance" in database(r)[2]
+
+    set_ready(r, "User", "Grant")
+    third = r.run_pass()
+    assert "Job" in kinds_written(third)
+    assert database(r)[:2] == ("False", "DBSyncInProgress")
+    secret_dsn = r.cluster.get("Secret", "glance-db-connection")["data"]["connection"]
+    assert base64.b64decode(secret_dsn).decode() == (
+        "mysql+pymysql://glance:db-pass@mariadb.openstack.svc:3306/glance?charset=utf8"
+    )
+    r.converge()
+    assert r.condition(c.DATABASE_READY)["reason"] == c.DATABASE_SYNCED
+
+
+def test_managed_dynamic_manages_the_database_alone_and_connects_as_the_secret_user():
+    secrets = [
+        secret("glance-db", username="v-glance-7d1e", password="issued"),
+        secret("glance-service-user", password="service-pass"),
+        *default_secrets()[2:],
+    ]
+    r = managed(DYNAMIC, secrets=secrets)
+    r.run_pass()
+    set_ready(r, "Database")
+    result = r.run_pass()
+    assert "Job" in kinds_written(result)
+    assert r.cluster.get("User", "glance") is None and r.cluster.get("Grant", "glance") is None
+    dsn = base64.b64decode(r.cluster.get("Secret", "glance-db-connection")["data"]["connection"])
+    assert dsn.decode().startswith(
+        "mysql+pymysql://v-glance-7d1e:issued@mariadb.openstack.svc:3306/"
+    )
+
+
+def test_a_mariadb_resource_someone_else_controls_is_an_ownership_conflict():
+    foreign = {
+        "apiVersion": "k8s.mariadb.com/v1alpha1",
+        "kind": "Database",
+        "metadata": {
+            "name": "glance",
+            "namespace": "openstack",
+            "uid": "db-uid",
+            "ownerReferences": [owner_ref("other-uid", "Keystone", "keystone")],
+        },
+        "status": READY,
+    }
+    r = make(spec=MANAGED, database_cluster=MARIADB, cluster=FakeCluster([foreign]))
+    result = r.run_pass()
+    assert database(r)[:2] == ("False", c.OWNERSHIP_CONFLICT)
+    assert "Database" not in kinds_written(result)
+
+
+def test_deleting_a_managed_glance_deletes_its_mariadb_resources_before_the_finalizer():
+    r = managed()
+    r.run_pass()
+    set_ready(r, "Database")
+    r.run_pass()
+    r.glance["metadata"]["deletionTimestamp"] = "2026-03-01T00:00:00Z"
+    first = gp.decide_pass(r.glance, r.inputs, r.cluster.live(), NOW)
+    assert [(a.verb, a.kind, a.name) for a in first.writes] == [
+        ("delete", "Database", "glance"),
+        ("delete", "User", "glance"),
+        ("delete", "Grant", "glance"),
+    ]
+    assert first.finalizer is None and first.requeue_after == 30
+    assert [e["reason"] for e in first.events] == ["FinalizingDatabase"]
+    for kind in ("Database", "User", "Grant"):  # mariadb-operator's finalizers still run
+        r.cluster.get(kind, "glance")["metadata"]["deletionTimestamp"] = "2026-03-01T00:00:01Z"
+    second = gp.decide_pass(r.glance, r.inputs, r.cluster.live(), NOW)
+    assert second.writes == [] and second.finalizer == gp.REMOVE
+    assert [e["reason"] for e in second.events] == ["DatabaseFinalized"]
+    r.cluster.objects.clear()
+    assert gp.decide_pass(r.glance, r.inputs, r.cluster.live(), NOW).finalizer == gp.REMOVE

@@ -416,3 +416,49 @@ def test_an_unknown_tls_mode_that_bypassed_the_schema_is_refused_not_rendered_pa
     glance = patched(GLANCE, {"spec": {"database": {"tls": tls("verify-all")}}})
     with pytest.raises(ValueError, match="unknown database TLS mode 'verify-all'"):
         db_connection_dsn(glance, DB)
+
+
+# --- managed mode (database.clusterRef) -----------------------------------------------
+
+MANAGED = {"database": {"host": DELETE, "clusterRef": {"name": "mariadb"}, "port": 3307}}
+DYNAMIC = {"database": {**MANAGED["database"], "credentialsMode": "Dynamic"}}
+
+
+def test_managed_static_connects_as_the_glance_to_the_mariadb_service():
+    glance = stored({"spec": MANAGED})
+    dsn = db_connection_dsn(glance, {"password": "p@ss"})  # no username needed
+    assert dsn == "mysql+pymysql://glance:p%40ss@mariadb.openstack.svc:3307/glance?charset=utf8"
+
+
+def test_managed_static_ignores_the_secret_username():
+    glance = stored({"spec": MANAGED, "metadata": {"name": "images"}})
+    dsn = db_connection_dsn(glance, {"username": "someone", "password": "x"})
+    assert urlsplit(dsn).username == "images"
+
+
+def test_managed_dynamic_connects_as_the_secret_user():
+    glance = stored({"spec": DYNAMIC})
+    dsn = db_connection_dsn(glance, {"username": "v-glance-3f9a", "password": "x"})
+    assert urlsplit(dsn).username == "v-glance-3f9a"
+    assert urlsplit(dsn).hostname == "mariadb.openstack.svc"
+
+
+def test_managed_port_defaults_to_3306():
+    spec = {"database": {"host": DELETE, "clusterRef": {"name": "db"}}}
+    dsn = db_connection_dsn(stored({"spec": spec}), {"password": "x"})
+    assert urlsplit(dsn).netloc.endswith("@db.openstack.svc:3306")
+
+
+def test_the_gate_asks_for_a_username_only_where_the_dsn_uses_it():
+    only_password = {"glance-db": {"password": "x"}, "glance-service-user": SERVICE}
+    assert gate_secrets(stored({"spec": MANAGED}), only_password).ready
+    for patch in ({"spec": DYNAMIC}, None):
+        gate = gate_secrets(stored(patch), only_password)
+        assert gate.condition["reason"] == "WaitingForDBCredentials"
+        assert gate.condition["message"].endswith(
+            "lacks username; it must carry the data keys username and password"
+        )
+    gate = gate_secrets(
+        stored({"spec": MANAGED}), {"glance-db": {}, "glance-service-user": SERVICE}
+    )
+    assert gate.condition["message"].endswith("lacks password; it must carry the data key password")

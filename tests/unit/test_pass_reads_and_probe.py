@@ -163,3 +163,25 @@ def test_where_external_secrets_is_served_the_store_and_the_external_secrets_are
         ("ExternalSecret", "glance-service-user"),
     ]
     assert len(reads) == len(plain) + 3
+
+
+def test_managed_mode_reads_the_mariadb_and_its_database_user_and_grant():
+    spec = {"database": {"host": None, "clusterRef": {"name": "mariadb"}}}
+    glance = glance_object(patched(GLANCE, {"spec": spec}))
+    reads = {(r.api_version, r.kind, r.name, r.owned) for r in pr.glance_reads(glance, [], True)}
+    api = "k8s.mariadb.com/v1alpha1"
+    assert (api, "MariaDB", "mariadb", False) in reads  # an input, not owned
+    assert {(api, k, "glance", True) for k in ("Database", "User", "Grant")} <= reads
+    assert [(r.kind, r.name) for r in pr.deletion_reads(glance)] == [
+        ("Database", "glance"),
+        ("User", "glance"),
+        ("Grant", "glance"),
+    ]
+
+
+def test_brownfield_mode_reads_nothing_of_mariadb_operator():
+    glance = glance_object(GLANCE)
+    assert not any(
+        r.api_version.startswith("k8s.mariadb.com") for r in pr.glance_reads(glance, [], True)
+    )
+    assert pr.deletion_reads(glance) == []

@@ -53,6 +53,9 @@ ROLE_KEYS = {
     "glance_api": ("deployment", "service", "pdb", "hpa"),
     "glance_exposure": ("http_route", "network_policy"),
     "glance_database": (
+        "mariadb_database",
+        "mariadb_user",
+        "mariadb_grant",
         "db_sync_job",
         "db_expand_job",
         "db_migrate_job",
@@ -113,7 +116,8 @@ def fake_artifacts(docs: list[dict], glance: dict) -> do.Artifacts:
     backends_data = {
         "backends.conf": "".join(f"[{b}]\ns3_store_bucket = images\n\n" for b in backends)
     }
-    dsn = f"mysql+pymysql://glance:change-me@{glance['spec']['database']['host']}:3306/glance?charset=utf8"
+    host = glance["spec"]["database"].get("host") or "mariadb.openstack.svc"
+    dsn = f"mysql+pymysql://glance:change-me@{host}:3306/glance?charset=utf8"
     cache = glance["spec"].get("imageCache")
     max_size = None
     if cache is not None:
@@ -166,6 +170,8 @@ SCENARIOS = {
         kw={"operator_namespace": "glance-operator", "narrow_selector": True},
     ),
     "minimal-pending": Scenario("glance_minimal.yaml", pending=True),
+    # Managed mode: the mariadb-operator Database, User and Grant come with everything else.
+    "managed": Scenario("glance_managed.yaml"),
     # During an upgrade the phase's Job takes the db-sync Job's place, from the same template.
     "minimal-expand": Scenario("glance_minimal.yaml", kw={"database_job": "db_expand_job"}),
     "full-contract": Scenario(
@@ -241,6 +247,27 @@ def _metadata(d: dict, annotations: dict | None = None) -> dict:
 
 def expected_object(key: str, d: dict) -> dict:
     """The Kubernetes object the data ``d`` of ``key`` describes."""
+    if key in do.MARIADB_OBJECTS:
+        spec = {"mariaDbRef": d["mariadb_ref"]}
+        if key == "mariadb_database":
+            spec.update(characterSet=d["character_set"], collate=d["collate"], name=d["database"])
+        elif key == "mariadb_user":
+            spec["passwordSecretKeyRef"] = d["password_secret_key_ref"]
+        else:
+            spec.update(
+                privileges=d["privileges"],
+                database=d["database"],
+                table=d["table"],
+                username=d["username"],
+            )
+        metadata = _metadata(d)
+        kind = {"mariadb_database": "Database", "mariadb_user": "User"}.get(key, "Grant")
+        return {
+            "apiVersion": "k8s.mariadb.com/v1alpha1",
+            "kind": kind,
+            "metadata": metadata,
+            "spec": spec,
+        }
     head = {"metadata": _metadata(d)}
     if key == "config_map":
         return {
@@ -340,7 +367,8 @@ def expected_object(key: str, d: dict) -> dict:
     raise AssertionError(f"unknown key {key}")
 
 
-RENDERED = ("minimal", "full", "minimal-expand", "full-contract")
+CUSTOM_GROUPS = ("gateway.networking.k8s.io", "k8s.mariadb.com")
+RENDERED = ("minimal", "full", "minimal-expand", "full-contract", "managed")
 
 
 @pytest.mark.parametrize("scenario", RENDERED)
@@ -532,8 +560,8 @@ def test_every_object_is_valid_against_the_kubernetes_schemas(renders, scenario,
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
     checked = []
     for obj in renders[scenario].manifests:
-        if obj["kind"] == "HTTPRoute":
-            continue  # a Gateway API CRD: kubernetes-validate ships core schemas only
+        if obj["apiVersion"].split("/")[0] in CUSTOM_GROUPS:
+            continue  # CRDs (Gateway API, mariadb-operator): kubernetes-validate ships core only
         try:
             kubernetes_validate.validate(obj, version, strict=True)
         except kubernetes_validate.ValidationError as error:

@@ -6,13 +6,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.builders import BACKEND, GLANCE, patched
+from support.builders import BACKEND, DELETE, GLANCE, patched
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
     load_catalogs,
     load_crds,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
+    db_secret_keys,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import (
     error_lines,
@@ -54,7 +57,8 @@ def test_sample_secrets_hold_every_key_the_resources_reference():
             for s in found.secrets
         }
         spec = found.glance["spec"]
-        assert {"username", "password"} <= keys[spec["database"]["secretRef"]["name"]]
+        stored = judge(CRDS["Glance"], found.glance).object
+        assert set(db_secret_keys(stored)) <= keys[spec["database"]["secretRef"]["name"]]
         assert (
             spec["serviceUser"]["secretRef"].get("key", "password")
             in keys[spec["serviceUser"]["secretRef"]["name"]]
@@ -89,14 +93,8 @@ def test_sample_secrets_hold_every_key_the_resources_reference():
         (
             "Glance",
             GLANCE,
-            {"spec": {"database": {"clusterRef": {"name": "x"}}}},
-            'unknown field "spec.database.clusterRef"',
-        ),
-        (
-            "Glance",
-            GLANCE,
-            {"spec": {"database": {"credentialsMode": "Static"}}},
-            'unknown field "spec.database.credentialsMode"',
+            {"spec": {"database": {"clusterName": "x"}}},
+            'unknown field "spec.database.clusterName"',
         ),
         (
             "Glance",
@@ -119,10 +117,21 @@ def test_crd_refuses_an_undeclared_field_by_name(kind, base, patch, unknown):
     assert verdict.stage == "decoding"
 
 
-def test_database_host_is_required():
+def test_database_needs_a_host_or_a_cluster_ref():
     glance = patched(GLANCE, {})
     del glance["spec"]["database"]["host"]
-    assert "spec.database.host: Required value" in judge(CRDS["Glance"], glance).messages()
+    assert judge(CRDS["Glance"], glance).messages() == [
+        'spec.database: Invalid value: "object": exactly one of clusterRef or host must be set'
+    ]
+
+
+def test_the_managed_database_fields_get_their_schema_defaults():
+    glance = patched(GLANCE, {"spec": {"database": {"host": DELETE, "clusterRef": {"name": "db"}}}})
+    verdict = judge(CRDS["Glance"], glance)
+    assert verdict.messages() == []
+    database = verdict.object["spec"]["database"]
+    assert (database["replicas"], database["storageSize"]) == (3, "100Gi")
+    assert "credentialsMode" not in database  # empty means Static; never written
 
 
 def test_the_stored_object_carries_schema_and_webhook_defaults():

@@ -51,6 +51,8 @@ DEFAULT_SERVICE_USER = {
     "projectDomainName": "Default",
 }
 DEFAULT_SECRET_KEY = "password"
+CREDENTIALS_STATIC = "Static"
+CREDENTIALS_DYNAMIC = "Dynamic"
 DEFAULT_GRACE_SECONDS = 30
 DEFAULT_PRESTOP_SECONDS = 5
 DEFAULT_RETENTION_DAYS = 30
@@ -198,6 +200,29 @@ def check_image(spec, ctx, meta) -> Iterable[fe.FieldError]:
     if bool(image.get("tag")) == bool(image.get("digest")):
         yield fe.invalid(
             "spec.image", "object", "exactly one of image.tag or image.digest must be set"
+        )
+
+
+def managed_database(spec: Mapping[str, Any]) -> bool:
+    """``database.clusterRef`` is set: managed mode (a mariadb-operator MariaDB)."""
+    return (spec.get("database") or {}).get("clusterRef") is not None
+
+
+def credentials_mode(spec: Mapping[str, Any]) -> str:
+    """``database.credentialsMode``, empty meaning Static."""
+    return (spec.get("database") or {}).get("credentialsMode") or CREDENTIALS_STATIC
+
+
+def check_database(spec, ctx, meta) -> Iterable[fe.FieldError]:
+    database = spec.get("database") or {}
+    if managed_database(spec) == bool(database.get("host")):
+        yield fe.invalid("spec.database", "object", "exactly one of clusterRef or host must be set")
+    mode = database.get("credentialsMode")
+    if mode == CREDENTIALS_DYNAMIC and not managed_database(spec):
+        yield fe.invalid(
+            "spec.database.credentialsMode",
+            mode,
+            "credentialsMode Dynamic requires clusterRef (managed mode)",
         )
 
 
@@ -681,6 +706,7 @@ GLANCE_RULES: tuple[Callable[..., Iterable[fe.FieldError]], ...] = (
     check_name_length,
     check_replicas,
     check_image,
+    check_database,
     check_cache,
     check_secret_store_ref,
     check_keystone_endpoints,

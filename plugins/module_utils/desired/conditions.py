@@ -53,6 +53,7 @@ NO_DEFAULT_BACKEND = "NoDefaultBackend"
 
 DATABASE_SYNCED = "DatabaseSynced"
 WAITING_FOR_DATABASE = "WaitingForDatabase"
+CLUSTER_NOT_READY = "ClusterNotReady"  # managed mode: the MariaDB of clusterRef is not Ready
 IMAGE_RELEASE_MISMATCH = "ImageReleaseMismatch"
 DB_SYNC_IN_PROGRESS = "DBSyncInProgress"
 DB_SYNC_FAILED = "DBSyncFailed"
@@ -119,6 +120,9 @@ EVENT_GLANCE_BACKEND_SKIPPED = "GlanceBackendSkipped"
 EVENT_EXTRA_CONFIG_OWNED_KEY_OVERRIDE = "ExtraConfigOwnedKeyOverride"
 EVENT_DATABASE_SYNCED = "DatabaseSynced"
 EVENT_DB_SYNC_FAILED = "DBSyncFailed"
+# Deletion in managed mode (reference-spec §2.10).
+EVENT_FINALIZING_DATABASE = "FinalizingDatabase"
+EVENT_DATABASE_FINALIZED = "DatabaseFinalized"
 EVENT_DB_PURGE_JOB_FAILED = "DBPurgeJobFailed"
 EVENT_UPGRADE_INITIATED = "UpgradeInitiated"
 EVENT_EXPAND_COMPLETE = "ExpandComplete"

@@ -41,6 +41,11 @@ controller reference to the Glance). The rest, per key:
   upgrade is refused or between phases; ``upgrade.database_job`` decides).
 * ``db_purge_cronjob``: ``schedule``, ``suspend``, ``concurrency_policy``,
   ``job_labels``, ``active_deadline_seconds``, ``pod``.
+* ``mariadb_database``, ``mariadb_user``, ``mariadb_grant`` (managed mode, the
+  ``MARIADB_OBJECTS``; the common labels, which the reference's lack): ``mariadb_ref``, and
+  ``character_set``, ``collate``, ``database`` (Database); ``password_secret_key_ref``
+  (User); ``privileges``, ``database``, ``table``, ``username`` (Grant). None outside
+  managed mode, and the User and Grant None with Dynamic credentials.
 
 A ``pod`` is ``labels``, ``annotations`` ({}: omitted), ``restart_policy`` and
 ``termination_grace_period_seconds`` and ``priority_class_name`` (None: omitted),
@@ -91,6 +96,9 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config 
     TASKS_WORK_DIR as TASKS_PATH,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
+    DB_PASSWORD_KEY,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
     DB_TLS_MOUNT_PATH as DB_TLS_DIR,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.go_duration import (
@@ -120,10 +128,16 @@ DB_EXPAND_JOB = "db_expand_job"
 DB_MIGRATE_JOB = "db_migrate_job"
 DB_CONTRACT_JOB = "db_contract_job"
 DB_PURGE_CRONJOB = "db_purge_cronjob"
+MARIADB_DATABASE = "mariadb_database"
+MARIADB_USER = "mariadb_user"
+MARIADB_GRANT = "mariadb_grant"
 OBJECT_KEYS = (
     CONFIG_MAP,
     BACKENDS_SECRET,
     DB_CONNECTION_SECRET,
+    MARIADB_DATABASE,
+    MARIADB_USER,
+    MARIADB_GRANT,
     DEPLOYMENT,
     SERVICE,
     PDB,
@@ -142,6 +156,14 @@ DB_PHASE_JOBS = (DB_EXPAND_JOB, DB_MIGRATE_JOB, DB_CONTRACT_JOB)
 DB_JOBS = (DB_SYNC_JOB, *DB_PHASE_JOBS)
 # None for these means "spec block unset: delete the live object".
 OPTIONAL_OBJECTS = frozenset({HPA, NETWORK_POLICY, HTTP_ROUTE})
+# The mariadb-operator resources of managed mode (reference-spec §4.10), all named {name}:
+# the Database always, the User and Grant with Static credentials only.
+MARIADB_OBJECTS = (MARIADB_DATABASE, MARIADB_USER, MARIADB_GRANT)
+MARIADB_API_VERSION = "k8s.mariadb.com/v1alpha1"
+MARIADB_CHARACTER_SET = "utf8"
+MARIADB_COLLATE = "utf8_general_ci"
+MARIADB_PRIVILEGES = ("ALL PRIVILEGES",)
+MARIADB_GRANT_TABLE = "*"
 
 # --- labels and annotations --------------------------------------------------------------
 APP_NAME = "glance"
@@ -713,6 +735,74 @@ def db_connection_secret(glance: Mapping[str, Any], artifacts: Artifacts) -> dic
     name = _name(glance)
     out = _metadata(glance, artifacts, name + DB_CONNECTION_SUFFIX, common_labels(name))
     out["data"] = {DB_CONNECTION_KEY: _b64(artifacts.dsn)}
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# managed mode: the mariadb-operator Database, User and Grant (reference-spec §4.10)
+#
+# They live here with the other owned objects (docs/architecture.md: "an owned object: its
+# decisions in desired/desired_objects.py"); desired/ is at its twelve files, and these are
+# three small functions of the same shape as the rest, not a module of their own.
+
+
+def _mariadb_metadata(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any]:
+    # The reference leaves them unlabelled; ours carry the common labels like every other
+    # owned object, so `kubectl get databases,users,grants -l app.kubernetes.io/instance=`
+    # finds them (labels add nothing a cluster switching operators would have to edit).
+    name = _name(glance)
+    return _metadata(glance, artifacts, name, common_labels(name))
+
+
+def _mariadb_ref(spec: Mapping[str, Any]) -> dict[str, str]:
+    return {"name": spec["database"]["clusterRef"]["name"]}
+
+
+def _static_managed(spec: Mapping[str, Any]) -> bool:
+    database = spec.get("database") or {}
+    return database.get("clusterRef") is not None and database.get("credentialsMode") != "Dynamic"
+
+
+def mariadb_database(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any] | None:
+    """The ``Database`` ``{name}`` on the MariaDB of ``clusterRef``; None outside managed mode."""
+    spec = _spec(glance)
+    if (spec.get("database") or {}).get("clusterRef") is None:
+        return None
+    out = _mariadb_metadata(glance, artifacts)
+    out["mariadb_ref"] = _mariadb_ref(spec)
+    out["character_set"] = MARIADB_CHARACTER_SET
+    out["collate"] = MARIADB_COLLATE
+    out["database"] = spec["database"]["database"]
+    return out
+
+
+def mariadb_user(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any] | None:
+    """The ``User`` ``{name}`` with the password of ``database.secretRef`` (key ``password``);
+    None unless managed with Static credentials. ``maxUserConnections`` stays unset."""
+    spec = _spec(glance)
+    if not _static_managed(spec):
+        return None
+    out = _mariadb_metadata(glance, artifacts)
+    out["mariadb_ref"] = _mariadb_ref(spec)
+    out["password_secret_key_ref"] = {
+        "name": spec["database"]["secretRef"]["name"],
+        "key": DB_PASSWORD_KEY,
+    }
+    return out
+
+
+def mariadb_grant(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any] | None:
+    """The ``Grant`` ``{name}``: ALL PRIVILEGES on ``<database>.*`` to the User ``{name}``;
+    None unless managed with Static credentials."""
+    spec = _spec(glance)
+    if not _static_managed(spec):
+        return None
+    out = _mariadb_metadata(glance, artifacts)
+    out["mariadb_ref"] = _mariadb_ref(spec)
+    out["privileges"] = list(MARIADB_PRIVILEGES)
+    out["database"] = spec["database"]["database"]
+    out["table"] = MARIADB_GRANT_TABLE
+    out["username"] = _name(glance)
     return out
 
 
@@ -1370,6 +1460,9 @@ def desired_objects(
         CONFIG_MAP: config_map(glance, artifacts),
         BACKENDS_SECRET: backends_secret(glance, artifacts),
         DB_CONNECTION_SECRET: db_connection_secret(glance, artifacts),
+        MARIADB_DATABASE: mariadb_database(glance, artifacts),
+        MARIADB_USER: mariadb_user(glance, artifacts),
+        MARIADB_GRANT: mariadb_grant(glance, artifacts),
         DEPLOYMENT: deployment(glance, artifacts),
         SERVICE: service(glance, artifacts, narrow_selector),
         PDB: pdb(glance, artifacts),

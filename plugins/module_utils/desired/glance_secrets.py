@@ -3,10 +3,12 @@
 """The Secrets gate and the database connection URL (reference-spec §2.3 steps 1 and 2).
 
 ``gate_secrets`` decides ``SecretsReady`` from the two Secrets a Glance references: the
-database credentials (``database.secretRef``, data keys ``username`` and ``password``; we
-only run brownfield mode, where the DSN user always comes from the Secret) and the Keystone
-service user (``serviceUser.secretRef``, the data key ``key``, default ``password``). The
-database Secret is checked first. A key whose value is empty counts as missing: an empty
+database credentials (``database.secretRef``: the data key ``password``, and ``username``
+wherever the DSN user comes from the Secret: brownfield mode and managed mode with Dynamic
+credentials; in managed mode with Static credentials the user is the Glance's own name,
+the MariaDB ``User`` the operator applies) and the Keystone service user
+(``serviceUser.secretRef``, the data key ``key``, default ``password``). The database
+Secret is checked first. A key whose value is empty counts as missing: an empty
 password or user name can only give pods that fail to authenticate, so the operator waits
 and says so instead. On success it returns the SHA-256 of the service password (the
 ``authtoken`` digest the pod template carries, so a rotation rolls the pods).
@@ -21,8 +23,10 @@ the reference's. Otherwise (the reference gates every Glance on its default stor
 cannot run without external-secrets) the Secrets are plain Secrets (docs/secrets.md).
 
 ``db_connection_dsn`` builds ``mysql+pymysql://<user>:<password>@<host>:<port>/<db>?charset=utf8``
-plus the ``ssl_*`` parameters of ``database.tls``. User and password are percent-encoded
-except for the RFC 3986 unreserved characters (letters, digits, ``-._~``). That is stricter
+plus the ``ssl_*`` parameters of ``database.tls``. The host is ``database.host``
+(brownfield) or the MariaDB's Service ``<clusterRef>.<namespace>.svc`` (managed). User and
+password are percent-encoded except for the RFC 3986 unreserved characters (letters,
+digits, ``-._~``). That is stricter
 than Go's ``url.UserPassword`` (which leaves ``$&+,;=`` literal); SQLAlchemy decodes both
 alike, and the stricter form keeps ``$`` away from oslo.config, which would otherwise read
 ``$name`` in the ``OS_DATABASE__CONNECTION`` value as a reference to another option.
@@ -193,6 +197,42 @@ def credential_gate_message(
     )
 
 
+def managed(glance: Mapping[str, Any]) -> bool:
+    """Managed mode: ``database.clusterRef`` names a mariadb-operator MariaDB."""
+    return (_spec(glance).get("database") or {}).get("clusterRef") is not None
+
+
+def dynamic_credentials(glance: Mapping[str, Any]) -> bool:
+    """``database.credentialsMode`` is Dynamic (empty means Static)."""
+    return (_spec(glance).get("database") or {}).get("credentialsMode") == "Dynamic"
+
+
+def user_from_glance(glance: Mapping[str, Any]) -> bool:
+    """The DSN user is the Glance's name (the managed ``User``): managed and Static."""
+    return managed(glance) and not dynamic_credentials(glance)
+
+
+def db_secret_keys(glance: Mapping[str, Any]) -> tuple[str, ...]:
+    """The data keys the database Secret must carry: ``password``, and ``username`` where
+    the DSN user comes from the Secret (DECISIONS.md: only where it is used)."""
+    return (DB_PASSWORD_KEY,) if user_from_glance(glance) else DB_KEYS
+
+
+def db_host(glance: Mapping[str, Any]) -> str:
+    """``database.host``, or in managed mode the MariaDB's Service ``<ref>.<ns>.svc``."""
+    database = _spec(glance).get("database") or {}
+    if managed(glance):
+        return f"{database['clusterRef']['name']}.{_namespace(glance)}.svc"
+    return str(database["host"])
+
+
+def db_username(glance: Mapping[str, Any], db_secret_data: Mapping[str, str]) -> str:
+    """The DSN user: the Glance's name (managed, Static), else the Secret's ``username``."""
+    if user_from_glance(glance):
+        return str(glance["metadata"]["name"])
+    return db_secret_data[DB_USERNAME_KEY]
+
+
 def gate_secrets(
     glance: Mapping[str, Any], secrets: Secrets, external: ExternalSecrets | None = None
 ) -> SecretsGate:
@@ -210,7 +250,7 @@ def gate_secrets(
         )
     db_name = ((spec.get("database") or {}).get("secretRef") or {}).get("name", "")
     message = credential_gate_message(
-        "Database credentials", namespace, db_name, secrets.get(db_name), DB_KEYS
+        "Database credentials", namespace, db_name, secrets.get(db_name), db_secret_keys(glance)
     )
     if message is not None and gated:
         message = external_secret_message("database", namespace, db_name, external) or message
@@ -274,12 +314,12 @@ def _host(host: str) -> str:
 
 
 def db_connection_dsn(glance: Mapping[str, Any], db_secret_data: Mapping[str, str]) -> str:
-    """The ``[database] connection`` URL of ``glance`` (§2.3 step 2, brownfield mode).
+    """The ``[database] connection`` URL of ``glance`` (§2.3 step 2).
 
     ``db_secret_data`` is the decoded data of the database credentials Secret; it must
-    carry ``username`` and ``password`` (run ``gate_secrets`` first), else ValueError.
+    carry the keys ``db_secret_keys`` names (run ``gate_secrets`` first), else ValueError.
     """
-    missing = [k for k in DB_KEYS if not db_secret_data.get(k)]
+    missing = [k for k in db_secret_keys(glance) if not db_secret_data.get(k)]
     if missing:
         raise ValueError(f"database credentials lack {', '.join(missing)}")
     database = _spec(glance).get("database") or {}
@@ -289,8 +329,8 @@ def db_connection_dsn(glance: Mapping[str, Any], db_secret_data: Mapping[str, st
         query.update(tls_query(database["tls"]["mode"]))
     encoded_query = urlencode(sorted(query.items())).replace("%2F", "/")
     return (
-        f"mysql+pymysql://{_userinfo(db_secret_data[DB_USERNAME_KEY])}:"
-        f"{_userinfo(db_secret_data[DB_PASSWORD_KEY])}@{_host(database['host'])}:{port}/"
+        f"mysql+pymysql://{_userinfo(db_username(glance, db_secret_data))}:"
+        f"{_userinfo(db_secret_data[DB_PASSWORD_KEY])}@{_host(db_host(glance))}:{port}/"
         f"{quote(database['database'], safe='')}?{encoded_query}"
     )
 

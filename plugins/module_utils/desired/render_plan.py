@@ -51,6 +51,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_addres
     content_name,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.desired_objects import (
+    MARIADB_OBJECTS,
     Artifacts,
     desired_objects,
 )
@@ -83,6 +84,9 @@ KIND_ORDER = (
     "HorizontalPodAutoscaler",
     "NetworkPolicy",
     "HTTPRoute",
+    "Database",
+    "User",
+    "Grant",
     "Job",
     "CronJob",
 )
@@ -353,8 +357,10 @@ def build_plan(
         database_job=upgrade.database_job(spec["openStackRelease"], stored_status),
     )
     if not plan.config_map:
-        # Without a configuration only the DB connection Secret stands on its own.
-        desired = {k: (v if k == "db_connection_secret" else None) for k, v in desired.items()}
+        # Without a configuration only the DB connection Secret and the MariaDB resources
+        # of managed mode stand on their own (the database step provisions them first).
+        alone = {"db_connection_secret", *MARIADB_OBJECTS}
+        desired = {k: (v if k in alone else None) for k, v in desired.items()}
     if plan.retained:
         # The live copies stay as they are; nothing of this render is emitted for them.
         desired["config_map"] = None

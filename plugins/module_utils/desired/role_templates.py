@@ -74,6 +74,15 @@ KINDS: dict[str, ObjectKind] = {
     do.DB_PURGE_CRONJOB: ObjectKind(
         "batch/v1", "CronJob", "glance_database", "db_purge_cronjob.yaml.j2"
     ),
+    do.MARIADB_DATABASE: ObjectKind(
+        do.MARIADB_API_VERSION, "Database", "glance_database", "mariadb_database.yaml.j2"
+    ),
+    do.MARIADB_USER: ObjectKind(
+        do.MARIADB_API_VERSION, "User", "glance_database", "mariadb_user.yaml.j2"
+    ),
+    do.MARIADB_GRANT: ObjectKind(
+        do.MARIADB_API_VERSION, "Grant", "glance_database", "mariadb_grant.yaml.j2"
+    ),
 }
 
 

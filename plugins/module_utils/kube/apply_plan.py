@@ -16,7 +16,8 @@ deleted) and "not yet" for every other kind (a live one is kept).
 The rules, per kind (reference-spec §2.6, §2.7, §4.4, with our choices):
 
 * Server-side apply, field manager ``c5c3-glance-operator``, force: Deployment, Service,
-  PDB, HPA, NetworkPolicy, HTTPRoute, CronJob and the db-connection Secret. The write
+  PDB, HPA, NetworkPolicy, HTTPRoute, CronJob, the db-connection Secret and the
+  mariadb-operator Database, User and Grant of managed mode. The write
   is skipped when ``is_noop`` says the apply would change nothing. An existing object
   whose controller is another object is never touched (an error: the API server would
   refuse a second controller reference anyway); one without a controller is adopted.
@@ -104,6 +105,7 @@ APPLY_ORDER = (
     do.CONFIG_MAP,
     do.BACKENDS_SECRET,
     do.DB_CONNECTION_SECRET,
+    *do.MARIADB_OBJECTS,
     do.HPA,
     do.NETWORK_POLICY,
     do.HTTP_ROUTE,

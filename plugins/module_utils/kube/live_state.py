@@ -24,6 +24,8 @@ conditions, so a caller can ask ``is_ready(obj)`` of any object the pass waits o
 * ``service_selector``, ``narrow_selector``: the latched two-phase Service selector
   (§4.4); narrow at once when there is no live Deployment (a first install).
 * ``newest_terminal_job``: the db-purge run the DBPurgeReady condition reports on (§4.12).
+* ``condition_ready``: a mariadb-operator resource (the MariaDB of ``clusterRef``, and the
+  Database, User and Grant of managed mode) reports ``Ready=True`` (§4.10).
 
 ``LiveObjects`` is the gather step's answer in one value: the object of each owned name,
 the content-addressed copies listed by their config-base label, the Jobs listed by the
@@ -227,6 +229,12 @@ READY_PREDICATES: dict[str, Callable[[Obj | None], bool]] = {
 }
 
 
+def condition_ready(obj: Obj | None) -> bool:
+    """A mariadb-operator resource (MariaDB, Database, User, Grant): ``Ready`` is True."""
+    cond = _condition(obj, "Ready")
+    return cond is not None and cond.get("status") == TRUE
+
+
 def is_ready(obj: Obj | None) -> bool:
     """The ready predicate of ``obj``'s kind; any other kind is ready once it exists."""
     if not obj:
@@ -395,6 +403,9 @@ def live_objects(
             (do.HTTP_ROUTE, "HTTPRoute", glance_name),
             *((key, "Job", glance_name + do.DB_JOB_SPECS[key][0]) for key in do.DB_JOBS),
             (do.DB_PURGE_CRONJOB, "CronJob", db_purge_cronjob_name(glance_name)),
+            (do.MARIADB_DATABASE, "Database", glance_name),
+            (do.MARIADB_USER, "User", glance_name),
+            (do.MARIADB_GRANT, "Grant", glance_name),
         )
     }
     found: dict[str, Obj] = {}

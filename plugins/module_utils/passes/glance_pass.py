@@ -12,10 +12,12 @@ requeue, the watches bring the next pass).
 
 The pipeline (``docs/reconcile.md`` tells it for users):
 
-0. Finalizer: a Glance being deleted only releases ``glance.openstack.c5c3.io/finalizer``
-   (brownfield mode owns nothing outside the namespace's garbage collection); a Glance
-   without it gets it (``finalizer``: the apply step adds it before any other write) and
-   the same pass goes on, so a first install needs no pass of its own for it.
+0. Finalizer: a Glance being deleted releases ``glance.openstack.c5c3.io/finalizer``; in
+   managed mode only once its MariaDB Database, User and Grant are gone (deleted by that
+   pass, FinalizingDatabase, 30 s; then DatabaseFinalized). Brownfield mode owns nothing
+   outside the namespace's garbage collection. A Glance without the finalizer gets it
+   (``finalizer``: the apply step adds it before any other write) and the same pass goes
+   on, so a first install needs no pass of its own for it.
 1. Secrets gate (``SecretsReady``): a missing or incomplete Secret stops the pass, which
    writes nothing and polls every 15 s.
 2. The db-connection Secret is applied.
@@ -26,7 +28,10 @@ The pipeline (``docs/reconcile.md`` tells it for users):
    exists (new or last-good) the config copies are created, old ones pruned, and the
    HPA, NetworkPolicy, HTTPRoute and db-purge CronJob applied with their conditions,
    whatever the later steps say (DECISIONS.md).
-5. Database (``DatabaseReady``): no configuration yet → WaitingForBackends (30 s); an
+5. Database (``DatabaseReady``): in managed mode the MariaDB of ``clusterRef`` must be
+   Ready (ClusterNotReady, 30 s), then the Database and (Static credentials) the User and
+   Grant are applied and waited for (WaitingForDatabase, 30 s); no configuration yet →
+   WaitingForBackends (30 s); an
    image tag naming another release → ImageReleaseMismatch (30 s, also during an
    upgrade, but not when it is aborted); a release change → the expand-migrate-contract
    upgrade (``upgrade``, reference-spec §4.13): initiation (or VersionParseError,
@@ -151,6 +156,8 @@ class PlanInputs:
     NetworkPolicy admits its health check from there), None when unknown;
     ``secret_store`` and ``external_secrets``: the store the Glance selects (None when it
     does not exist) and the ExternalSecrets named like its Secrets (``pass_reads``).
+    ``database_cluster``: the k8s.mariadb.com MariaDB ``database.clusterRef`` names, None
+    when it does not exist or in brownfield mode.
     """
 
     crds: Mapping[str, Mapping[str, Any]]
@@ -161,6 +168,7 @@ class PlanInputs:
     operator_namespace: str | None = None
     secret_store: Mapping[str, Any] | None = None
     external_secrets: Sequence[Mapping[str, Any]] = ()
+    database_cluster: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -307,9 +315,11 @@ class _Pass:
         glance: Mapping[str, Any],
         live: ls.LiveObjects,
         objects: Mapping[str, dict[str, Any] | None],
+        cluster: Mapping[str, Any] | None = None,
     ) -> None:
         self.glance = glance
         self.live = live
+        self.cluster = cluster
         self.objects = objects
         self.owner_uid = _owner_uid(glance)
         status = glance.get("status") or {}
@@ -536,10 +546,64 @@ def _image_matches(p: _Pass, spec: Mapping[str, Any], release: str) -> bool:
     return False
 
 
+def _cluster_ref(glance: Mapping[str, Any]) -> str | None:
+    ref = (_spec(glance).get("database") or {}).get("clusterRef")
+    return str(ref.get("name") or "") if ref is not None else None
+
+
+def _mariadb_resources(p: _Pass, plan: Plan, keys: Sequence[str]) -> list[str] | None:
+    """Apply the MariaDB resources of ``keys`` (those the plan wants); the ones not Ready
+    yet, as ``<Kind> <name>``, or None after an ownership conflict (reported)."""
+    waiting = []
+    for key in keys:
+        obj = p.want(key, plan.desired.get(key))
+        if obj is None:  # the User and Grant with Dynamic credentials
+            continue
+        live = p.live.get(key)
+        action = ap.ssa_action(key, obj, live, p.owner_uid)
+        if action.error:
+            _conflict(p, c.DATABASE_READY, action)
+            return None
+        # Just written (its status is not about this spec yet), being deleted, or not Ready.
+        if action.writes or action.reason == ap.DELETING or not ls.condition_ready(live):
+            waiting.append(f"{action.kind} {action.name}")
+    return waiting
+
+
+def _managed_database(p: _Pass, plan: Plan) -> bool:
+    """Managed mode's gate (reference-spec §2.3 step 5): the MariaDB of ``clusterRef`` is
+    Ready, then the Database, then (Static credentials) the User and Grant; each applied
+    server-side and waited for (30 s). True in brownfield mode; False stops the pass."""
+    cluster = _cluster_ref(p.glance)
+    if cluster is None:
+        return True
+    if not ls.condition_ready(p.cluster):
+        message = f'MariaDB cluster "{cluster}" is not ready'
+        p.set(c.condition(c.DATABASE_READY, False, c.CLUSTER_NOT_READY, message), REQUEUE_DATABASE)
+        return False
+    for keys in ((do.MARIADB_DATABASE,), (do.MARIADB_USER, do.MARIADB_GRANT)):
+        waiting = _mariadb_resources(p, plan, keys)
+        if waiting is None:
+            return False
+        if waiting:
+            message = (
+                f"Waiting for the MariaDB {' and '.join(waiting)} to be ready (mariadb-operator, "
+                f'on the MariaDB "{cluster}")'
+            )
+            p.set(
+                c.condition(c.DATABASE_READY, False, c.WAITING_FOR_DATABASE, message),
+                REQUEUE_DATABASE,
+            )
+            return False
+    return True
+
+
 def _database_step(p: _Pass, plan: Plan) -> bool:
-    """The database step (brownfield); False stops the pass."""
+    """The database step; False stops the pass."""
     spec = _spec(p.glance)
     release = str(spec.get("openStackRelease") or "")
+    if not _managed_database(p, plan):
+        return False
     if not plan.config_map:
         p.set(
             c.condition(c.DATABASE_READY, False, c.WAITING_FOR_BACKENDS, DB_WAITING_FOR_BACKENDS),
@@ -781,7 +845,8 @@ def _finish(p: _Pass, plan: Plan | None, now: datetime | str) -> PassResult:
 def is_active(glance_obj: Mapping[str, Any]) -> bool:
     """The pass goes beyond step 0: the Glance is not being deleted (a missing finalizer
     is added by the same pass). A Glance being deleted only releases the finalizer, and
-    its pass needs nothing but the Glance itself."""
+    its pass needs nothing but the Glance itself and, in managed mode, its MariaDB
+    resources (``pass_reads.deletion_reads``)."""
     return not _meta(glance_obj).get("deletionTimestamp")
 
 
@@ -831,12 +896,56 @@ def decide_pass(
     meta = _meta(glance_obj)
     finalizers = list(meta.get("finalizers") or [])
     if meta.get("deletionTimestamp"):
-        return PassResult(finalizer=REMOVE if FINALIZER in finalizers else None)
+        if FINALIZER not in finalizers:
+            return PassResult()
+        return _deletion(glance_obj, live)
     result = _decide(glance_obj, plan_inputs, live, now, health, objects, plan)
     if FINALIZER not in finalizers:
         # Added by the apply step before any other write; the pass does not stop for it.
         result.finalizer = ADD
     return result
+
+
+def _deletion(glance_obj: Mapping[str, Any], live: ls.LiveObjects) -> PassResult:
+    """A Glance being deleted that still holds the finalizer (reference-spec §2.10).
+
+    Brownfield mode owns nothing outside garbage collection: the finalizer goes at once.
+    Managed mode: if any of its MariaDB Database, User or Grant is still live (ours and not
+    yet being deleted) they are deleted and the pass asks again in 30 s
+    (``FinalizingDatabase``); once none is, the finalizer goes (``DatabaseFinalized``).
+    mariadb-operator drops the database and the user when their resources go.
+    """
+    cluster = _cluster_ref(glance_obj)
+    if cluster is None:
+        return PassResult(finalizer=REMOVE)
+    name = str(_meta(glance_obj).get("name") or "")
+    uid = _owner_uid(glance_obj)
+    actions = [ap.delete_action(key, live.get(key), uid) for key in do.MARIADB_OBJECTS]
+    deletes = [a for a in actions if a.writes]
+    if deletes:
+        kinds = " and ".join(a.kind for a in deletes)
+        return PassResult(
+            actions=deletes,
+            events=[
+                {
+                    "type": "Normal",
+                    "reason": c.EVENT_FINALIZING_DATABASE,
+                    "message": f"Deleting the MariaDB {kinds} {name} before the Glance goes",
+                }
+            ],
+            requeue_after=REQUEUE_DATABASE,
+        )
+    return PassResult(
+        finalizer=REMOVE,
+        events=[
+            {
+                "type": "Normal",
+                "reason": c.EVENT_DATABASE_FINALIZED,
+                "message": f'The MariaDB resources of {name} on "{cluster}" are gone; '
+                "releasing the finalizer",
+            }
+        ],
+    )
 
 
 def _decide(
@@ -853,7 +962,7 @@ def _decide(
         plan = pass_plan(glance_obj, plan_inputs, live)
     if objects is None:
         objects = render_objects(plan.desired) if not plan.errors else {}
-    p = _Pass(glance_obj, live, objects)
+    p = _Pass(glance_obj, live, objects, plan_inputs.database_cluster)
     if plan.errors:
         message = "the stored objects are refused: " + "; ".join(plan.errors)
         p.set(c.condition(c.SECRETS_READY, False, c.CONFIG_ERROR, message))

@@ -43,6 +43,7 @@ def glance_inputs(gathered: Mapping[str, Any]) -> tuple[dict, gp.PlanInputs, ls.
         operator_namespace=data.get("operator_namespace"),
         secret_store=data.get("secret_store"),
         external_secrets=data.get("external_secrets") or [],
+        database_cluster=data.get("database_cluster"),
     )
     live = ls.live_objects(
         glance["metadata"]["name"],

@@ -3,9 +3,10 @@
 """What the gather step reads for one pass, decided without the cluster.
 
 A pass reads a fixed, small set of objects: the custom resource, its siblings, the
-Secrets and ConfigMaps the spec names, the secret store and ExternalSecrets where the
-cluster serves external-secrets.io, and the objects the Glance owns (by their fixed names,
-or listed by a label). ``glance_reads`` and ``backend_reads`` name them; the
+Secrets and ConfigMaps the spec names, the MariaDB ``database.clusterRef`` names (managed
+mode), the secret store and ExternalSecrets where the cluster serves external-secrets.io,
+and the objects the Glance owns (by their fixed names, or listed by a label).
+``glance_reads`` and ``backend_reads`` name them; the
 gather module performs the reads, one API request each, and nothing else.
 """
 
@@ -30,6 +31,8 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_addres
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
 HTTP_ROUTE_API = "gateway.networking.k8s.io/v1"
+MARIADB_API = do.MARIADB_API_VERSION
+MARIADB_KINDS = ("Database", "User", "Grant")
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,33 @@ def referenced_configmaps(glance: Mapping[str, Any]) -> list:
     return [ref["name"]] if ref.get("name") else []
 
 
-def owned_reads(name: str, namespace: str, gateway_api: bool) -> list[Read]:
+def database_cluster(glance: Mapping[str, Any]) -> str | None:
+    """The MariaDB ``database.clusterRef`` names (managed mode), or None (brownfield)."""
+    ref = (_spec(glance).get("database") or {}).get("clusterRef")
+    return str(ref.get("name") or "") if ref is not None else None
+
+
+def mariadb_reads(name: str, namespace: str) -> list[Read]:
+    """The mariadb-operator Database, User and Grant named ``name`` (managed mode). On a
+    cluster that does not serve them, each GET finds nothing."""
+    return [Read(MARIADB_API, kind, namespace, name=name, owned=True) for kind in MARIADB_KINDS]
+
+
+def deletion_reads(glance: Mapping[str, Any]) -> list[Read]:
+    """What the pass of a Glance being deleted reads (reference-spec §2.10): its MariaDB
+    resources in managed mode, checked and deleted before the finalizer goes; nothing in
+    brownfield mode."""
+    if database_cluster(glance) is None:
+        return []
+    meta = glance.get("metadata") or {}
+    return mariadb_reads(str(meta["name"]), str(meta["namespace"]))
+
+
+def owned_reads(name: str, namespace: str, gateway_api: bool, managed: bool = False) -> list[Read]:
     """The objects a Glance named ``name`` owns, as ``live_state.live_objects`` sorts them:
-    the fixed names, the content-addressed copies by their config-base label, and the Jobs
-    by the common labels (the db-sync Job and the db-purge runs)."""
+    the fixed names (the MariaDB resources too when ``managed``), the content-addressed
+    copies by their config-base label, and the Jobs by the common labels (the db-sync Job
+    and the db-purge runs)."""
     fixed = [
         ("v1", "Secret", name + do.DB_CONNECTION_SUFFIX),
         ("apps/v1", "Deployment", name),
@@ -104,7 +130,10 @@ def owned_reads(name: str, namespace: str, gateway_api: bool) -> list[Read]:
         ("v1", "Secret", f"{CONFIG_BASE_LABEL}={backends_base(name)}"),
         ("batch/v1", "Job", _selector(do.common_labels(name))),
     ]
-    return [Read(api, kind, namespace, name=n, owned=True) for api, kind, n in fixed] + [
+    reads = [Read(api, kind, namespace, name=n, owned=True) for api, kind, n in fixed]
+    if managed:
+        reads += mariadb_reads(name, namespace)
+    return reads + [
         Read(api, kind, namespace, label_selector=sel, owned=True) for api, kind, sel in listed
     ]
 
@@ -141,7 +170,10 @@ def glance_reads(
     reads += [Read("v1", "ConfigMap", namespace, name=m) for m in referenced_configmaps(glance)]
     if external_secrets_api:
         reads += external_secrets_reads(glance)
-    return reads + owned_reads(name, namespace, gateway_api)
+    cluster = database_cluster(glance)
+    if cluster is not None:
+        reads.append(Read(MARIADB_API, "MariaDB", namespace, name=cluster))
+    return reads + owned_reads(name, namespace, gateway_api, managed=cluster is not None)
 
 
 def backend_reads(backend: Mapping[str, Any]) -> list[Read]:

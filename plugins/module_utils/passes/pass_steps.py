@@ -10,7 +10,8 @@ process (``docs/reconcile.md``, "Where a pass's time goes"). So both paths do ex
 same requests and return exactly the same results.
 
 * ``gather(params)``: the reads of one Glance or GlanceBackend pass (``pass_reads``), and
-  the health probe once the Deployment is ready. Reads only.
+  the health probe once the Deployment is ready; for a Glance being deleted, only its
+  MariaDB resources (managed mode). Reads only.
 * ``apply(params, check_mode)``: the decided actions in order, and the finalizer change:
   an addition before the first write, a removal after the last.
 * ``report(params, check_mode)``: the status merge patch and the events.
@@ -99,13 +100,15 @@ def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout:
     gateway_api = client.serves(pr.HTTP_ROUTE_API, "HTTPRoute")
     eso_api = client.serves(gs.EXTERNAL_SECRETS_API, "ExternalSecret")
     secrets, configmaps, owned, external_secrets = [], [], [], []
-    secret_store = None
+    secret_store = cluster = None
     for read in pr.glance_reads(glance, backends, gateway_api, eso_api):
         found = _read(client, read)
         if read.owned:
             owned.extend(found)
         elif read.kind == "Secret":
             secrets.extend(found)
+        elif read.kind == "MariaDB":
+            cluster = found[0] if found else None
         elif read.kind == "ExternalSecret":
             external_secrets.extend(found)
         elif read.api_version == gs.EXTERNAL_SECRETS_API:
@@ -124,6 +127,7 @@ def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout:
         "gateway_api": gateway_api,
         "secret_store": secret_store,
         "external_secrets": external_secrets,
+        "database_cluster": cluster,
         "health": health,
         "operator_namespace": operator_namespace(),
     }
@@ -166,6 +170,10 @@ def gather(p: Mapping[str, Any]) -> dict[str, Any]:
                     result.update(
                         gather_glance(client, obj, p["health_check"], p["health_timeout"])
                     )
+                else:  # being deleted: only what holds the finalizer (its MariaDB resources)
+                    result["owned"] = [
+                        o for read in pr.deletion_reads(obj) for o in _read(client, read)
+                    ]
             else:
                 result.update(gather_backend(client, obj))
     except _ERRORS as exc:
