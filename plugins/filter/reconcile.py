@@ -25,9 +25,11 @@ def glance_plan(gathered):
     return pass_inputs.glance_plan(_gathered(gathered, "Glance"))
 
 
-def glance_pass(gathered, manifests=None):
+def glance_pass(gathered, manifests=None, abandon_after=pass_inputs.gp.ABANDON_AFTER):
     try:
-        return pass_inputs.glance_decision(_gathered(gathered, "Glance"), untemplated(manifests))
+        return pass_inputs.glance_decision(
+            _gathered(gathered, "Glance"), untemplated(manifests), int(abandon_after)
+        )
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

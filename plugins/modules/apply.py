@@ -44,10 +44,24 @@ options:
     description: C(add) or C(remove) the finalizer of the custom resource; null for neither.
     type: str
     choices: [add, remove]
-  finalizer_name:
-    description: The finalizer.
+  finalizer_names:
+    description:
+      - The finalizers O(finalizer) adds or removes, in one patch (a Glance naming a target
+        cluster also holds C(openstack.c5c3.io/remote-children)).
+    type: list
+    elements: str
+    default: [glance.openstack.c5c3.io/finalizer]
+  target_cluster:
+    description:
+      - The registered cluster the O(actions) are written to (the custom resource's
+        C(spec.targetClusterRef.name)); its kubeconfig is read from the Secret of that name
+        in O(clusters_namespace). The finalizers stay where the custom resource is. Unset
+        - the same cluster.
     type: str
-    default: glance.openstack.c5c3.io/finalizer
+  clusters_namespace:
+    description: Where the target clusters' kubeconfig Secrets are.
+    type: str
+    default: c5c3-clusters
 extends_documentation_fragment:
   - c5c3.glance.kube
 """

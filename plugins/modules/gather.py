@@ -50,6 +50,13 @@ options:
     description: Seconds the health probe may take.
     type: float
     default: 10
+  clusters_namespace:
+    description:
+      - Where the kubeconfig Secrets of target clusters are. A Glance naming one in
+        C(spec.targetClusterRef) (a GlanceBackend, its parent's) has everything but itself
+        and its GlanceBackends read there. Empty - target clusters are off.
+    type: str
+    default: c5c3-clusters
 extends_documentation_fragment:
   - c5c3.glance.kube
 """
@@ -135,6 +142,20 @@ health:
       error_kind (timeout, dns, refused, other or null), body, error. Null when not probed.
   type: dict
   returned: kind is Glance and active
+target_cluster:
+  description:
+    - The target cluster the Glance (a GlanceBackend's parent) names - name, registration
+      (the Secret, namespace/name), server, and error - why it cannot be resolved or did not
+      answer, null when it did; then nothing else was read there.
+  type: dict
+  returned: the Glance names a target cluster
+remote_children:
+  description:
+    - (Glance being deleted, holding C(openstack.c5c3.io/remote-children)) every object on
+      the target cluster carrying the Glance's ownership labels, to delete.
+  type: list
+  elements: dict
+  returned: kind is Glance, being deleted, target cluster resolved
 operator_namespace:
   description: (Glance) C(POD_NAMESPACE), or null outside the operator's pod.
   type: str

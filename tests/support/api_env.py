@@ -160,11 +160,13 @@ class ApiEnv:
         return out
 
     # -- the passes -------------------------------------------------------------------
-    def glance_pass(self, name: str = "glance", namespace: str | None = None) -> PlaybookRun:
+    def glance_pass(
+        self, name: str = "glance", namespace: str | None = None, **extra: Any
+    ) -> PlaybookRun:
         namespace = namespace or self.namespace
         run = run_playbook(
             "glance.yml",
-            {"glance_name": name, "glance_namespace": namespace},
+            {"glance_name": name, "glance_namespace": namespace, **extra},
             kubeconfig=self.kubeconfig,
             binary=self.warm.binary() if self.warm is not None else None,
         )

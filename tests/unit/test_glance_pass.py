@@ -994,6 +994,8 @@ def test_the_result_is_plain_data():
         "events",
         "requeue_after",
         "finalizer",
+        "finalizers",
+        "target_cluster",
     }
     assert data["actions"][0]["kind"] == "ConfigMap"
     assert GLANCE_UID in str(data["actions"][0]["object"]["metadata"]["ownerReferences"])

@@ -46,6 +46,9 @@ WAITING_FOR_DB_CREDENTIALS = "WaitingForDBCredentials"
 WAITING_FOR_SERVICE_USER_CREDENTIALS = "WaitingForServiceUserCredentials"
 SECRET_STORE_NOT_READY = "SecretStoreNotReady"
 CONFIG_ERROR = "ConfigError"
+# The target cluster spec.targetClusterRef names cannot be resolved or does not answer
+# (reference-spec §2.2, §2.11); on a GlanceBackend, CredentialsReady's.
+TARGET_CLUSTER_UNAVAILABLE = "TargetClusterUnavailable"
 
 ALL_BACKENDS_PROJECTED = "AllBackendsProjected"
 WAITING_FOR_BACKENDS = "WaitingForBackends"
@@ -123,6 +126,9 @@ EVENT_DB_SYNC_FAILED = "DBSyncFailed"
 # Deletion in managed mode (reference-spec §2.10).
 EVENT_FINALIZING_DATABASE = "FinalizingDatabase"
 EVENT_DATABASE_FINALIZED = "DatabaseFinalized"
+# Deleted while its target cluster stayed unresolvable past the abandon window (§2.10).
+EVENT_REMOTE_CHILDREN_ABANDONED = "RemoteChildrenAbandoned"
+EVENT_REMOTE_CHILDREN_SWEPT = "RemoteChildrenSwept"
 EVENT_DB_PURGE_JOB_FAILED = "DBPurgeJobFailed"
 EVENT_UPGRADE_INITIATED = "UpgradeInitiated"
 EVENT_EXPAND_COMPLETE = "ExpandComplete"

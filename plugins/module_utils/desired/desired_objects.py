@@ -22,7 +22,10 @@ would otherwise write anchors).
 Data shape
 ----------
 Every entry carries ``name``, ``namespace``, ``labels`` and ``owner_references`` (the
-controller reference to the Glance). The rest, per key:
+controller reference to the Glance). A Glance whose children go to a target cluster
+(``spec.targetClusterRef``) gives no owner reference, which would name a UID absent on
+that cluster, and the ownership labels (``owner_labels``) join ``labels`` instead. The
+rest, per key:
 
 * ``config_map``: ``data`` (the ConfigMap data, keys sorted).
 * ``backends_secret``, ``db_connection_secret``: ``data`` (base64 values, keys sorted).
@@ -176,6 +179,12 @@ COMPONENT_API = "api"
 COMPONENT_DB_SYNC = "db-sync"
 COMPONENT_DB_PURGE = "db-purge"
 CONFIG_BASE_LABEL = "cobaltcore.c5c3.io/config-base"
+# The ownership labels of a child on a target cluster (the reference's multicluster ones):
+# there, no owner reference can hold, so these name the owner, and the deletion sweep
+# selects by them.
+OWNER_KIND_LABEL = "openstack.c5c3.io/owner-kind"
+OWNER_NAME_LABEL = "openstack.c5c3.io/owner-name"
+OWNER_NAMESPACE_LABEL = "openstack.c5c3.io/owner-namespace"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 POD_SPEC_HASH_ANNOTATION = "cobaltcore.c5c3.io/pod-spec-hash"
@@ -464,9 +473,28 @@ def owner_references(owner: Mapping[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+def target_cluster(glance: Mapping[str, Any]) -> str | None:
+    """The registered cluster ``spec.targetClusterRef`` names, or None: this cluster."""
+    ref = _spec(glance).get("targetClusterRef")
+    return str(ref.get("name") or "") if isinstance(ref, Mapping) else None
+
+
+def owner_labels(kind: str, name: str, namespace: str) -> dict[str, str]:
+    """The labels that name the owner of a child on a target cluster."""
+    return {OWNER_KIND_LABEL: kind, OWNER_NAME_LABEL: name, OWNER_NAMESPACE_LABEL: namespace}
+
+
 def _metadata(
     glance: Mapping[str, Any], artifacts: Artifacts, name: str, labels: Mapping[str, str]
 ) -> dict[str, Any]:
+    if target_cluster(glance) is not None:
+        owner = artifacts.owner
+        return {
+            "name": name,
+            "namespace": _namespace(glance),
+            "labels": {**labels, **owner_labels(owner["kind"], owner["name"], _namespace(glance))},
+            "owner_references": [],
+        }
     return {
         "name": name,
         "namespace": _namespace(glance),

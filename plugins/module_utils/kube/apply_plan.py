@@ -509,6 +509,25 @@ def _delete_if_ours(
     return _action(key, DELETE, NOT_WANTED, name, namespace, **extra)
 
 
+SWEPT = "swept"  # a child on a target cluster of a Glance being deleted
+
+
+def sweep_action(obj: Mapping[str, Any], owner_uid: str) -> Action:
+    """Delete ``obj`` (background propagation), a child listed on a target cluster for the
+    deletion sweep, if it is ours and not already being deleted."""
+    name, namespace = _name_ns(obj)
+    ours = ls.controlled_by(obj, owner_uid) and not ls.is_deleting(obj)
+    return Action(
+        kind=str(obj.get("kind") or ""),
+        api_version=str(obj.get("apiVersion") or ""),
+        name=name,
+        verb=DELETE if ours else NONE,
+        reason=SWEPT if ours else FOREIGN,
+        namespace=namespace,
+        propagation_policy=BACKGROUND if ours else None,
+    )
+
+
 def prune_actions(
     key: str,
     current: str,

@@ -40,6 +40,7 @@ refusing an auth-provider the library would silently ignore; not proxying loopba
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import ipaddress
 import json
@@ -263,21 +264,27 @@ def load_kubeconfig(files: Sequence[Path], context: str | None = None) -> Connec
         None,
     )
     merged.value["current-context"] = current
-    name = context or current
+    return _context_connection(merged, context or current, where, files[0])
+
+
+def _context_connection(merged: Any, name: str | None, where: str, first_file: Path) -> Connection:
+    """The connection of context ``name`` of a loaded kubeconfig (``merged``: the
+    library's merged ``ConfigNode`` or a plain dict); ``where`` names it in errors."""
+    config = getattr(merged, "value", merged)
     if not name:
         raise KubeConfigError(f"kubeconfig {where} names no current-context")
-    ctx = _named(merged.value.get("contexts"), name)
+    ctx = _named(config.get("contexts"), name)
     if ctx is None:
         raise KubeConfigError(f"kubeconfig {where} has no context {name!r}")
     ctx = ctx.get("context") or {}
     cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
-    cluster = _named(merged.value.get("clusters"), cluster_name)
+    cluster = _named(config.get("clusters"), cluster_name)
     if cluster is None:
         raise KubeConfigError(f"context {name!r} names cluster {cluster_name!r}, which is absent")
     server = str((cluster.get("cluster") or {}).get("server") or "").rstrip("/")
     if not server:
         raise KubeConfigError(f"cluster {cluster_name!r} has no server")
-    user = (_named(merged.value.get("users"), user_name) or {}).get("user") or {}
+    user = (_named(config.get("users"), user_name) or {}).get("user") or {}
     provider = (user.get("auth-provider") or {}).get("name")
     if user.get("auth-provider") and provider not in AUTH_PROVIDERS:
         raise KubeConfigError(
@@ -309,10 +316,10 @@ def load_kubeconfig(files: Sequence[Path], context: str | None = None) -> Connec
         defined_in = next(
             (
                 Path(entry.path)
-                for entry in merged.value.get("users") or []
+                for entry in config.get("users") or []
                 if getattr(entry, "path", None) and entry.value.get("name") == user_name
             ),
-            files[0],
+            first_file,
         )
         _reread_token_file(configuration, Path(str(user["tokenFile"])), defined_in.parent)
     return Connection(
@@ -321,6 +328,14 @@ def load_kubeconfig(files: Sequence[Path], context: str | None = None) -> Connec
         source=f"kubeconfig {where}, context {name}",
         configuration=configuration,
     )
+
+
+def connection_from_document(document: Mapping[str, Any], where: str) -> Connection:
+    """The connection of the current-context of a kubeconfig held in memory (a
+    registration Secret's); ``where`` names it in errors. Relative paths have no base: the
+    caller refuses file-backed fields first (``target_cluster``)."""
+    config = copy.deepcopy(dict(document))
+    return _context_connection(config, config.get("current-context"), where, Path("/"))
 
 
 def _reread_token_file(configuration: Configuration, token_file: Path, base: Path) -> None:

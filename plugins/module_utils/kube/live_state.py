@@ -84,23 +84,57 @@ def controller_reference(obj: Obj | None) -> Mapping[str, Any] | None:
     return None
 
 
-def controlled_by(obj: Obj | None, owner_uid: str) -> bool:
-    """``obj`` has a controller reference to the owner with ``owner_uid``."""
+def label_owner(kind: str, namespace: str, name: str) -> str:
+    """The owner key of a Glance whose children live on a target cluster: no owner
+    reference holds there, the ownership labels name the owner (``controller_key``)."""
+    return f"{kind}/{namespace}/{name}"
+
+
+def controller_key(obj: Obj | None) -> str | None:
+    """Who controls ``obj``: the uid of its controller reference, else the owner the
+    ownership labels name (``label_owner``; a child on a target cluster), else None."""
     ref = controller_reference(obj)
-    return ref is not None and bool(owner_uid) and ref.get("uid") == owner_uid
+    if ref is not None:
+        return str(ref.get("uid") or "")
+    labels = meta(obj).get("labels") or {}
+    kind, name, namespace = (
+        labels.get(do.OWNER_KIND_LABEL),
+        labels.get(do.OWNER_NAME_LABEL),
+        labels.get(do.OWNER_NAMESPACE_LABEL),
+    )
+    if kind and name and namespace:
+        return label_owner(kind, namespace, name)
+    return None
+
+
+def controlled_by(obj: Obj | None, owner_uid: str) -> bool:
+    """``obj`` is controlled by the owner ``owner_uid`` names: its uid (a controller
+    reference), or its ``label_owner`` key (ownership labels, on a target cluster)."""
+    return bool(owner_uid) and controller_key(obj) == owner_uid
 
 
 def controlled_by_other(obj: Obj | None, owner_uid: str) -> bool:
-    """``obj`` has a controller reference, and it is not to ``owner_uid``."""
-    ref = controller_reference(obj)
-    return ref is not None and ref.get("uid") != owner_uid
+    """``obj`` has a controller (reference or ownership labels), and it is not ``owner_uid``.
+
+    On a target cluster (``owner_uid`` is a ``label_owner`` key) an existing object with
+    no controller counts as someone else's too: it was not written by this Glance (whose
+    every child carries the labels), and taking it over would reshape it and delete it at
+    the Glance's deletion sweep. On the Glance's own cluster such an object is adopted, as
+    controller-runtime's SetControllerReference adopts it."""
+    if obj is None:
+        return False
+    key = controller_key(obj)
+    if key is None:
+        return "/" in owner_uid
+    return key != owner_uid
 
 
 def describe_controller(obj: Obj | None) -> str:
     """``<Kind> <name>`` of the controller of ``obj``, or ``nothing``."""
     ref = controller_reference(obj)
     if ref is None:
-        return "nothing"
+        key = controller_key(obj)
+        return f"{key.split('/', 1)[0]} {key.split('/', 1)[1]} (by its labels)" if key else "nothing"
     return f"{ref.get('kind', '?')} {ref.get('name', '?')} (uid {ref.get('uid', '?')})"
 
 

@@ -98,8 +98,14 @@ from ansible_collections.c5c3.glance.plugins.module_utils.passes.status_writer i
 )
 
 FINALIZER = "glance.openstack.c5c3.io/finalizer"
+# Held while children of the Glance exist on a target cluster, where no garbage collector
+# follows an owner reference to it (the reference's shared multicluster finalizer).
+REMOTE_CHILDREN_FINALIZER = "openstack.c5c3.io/remote-children"
 ADD = "add"
 REMOVE = "remove"
+ABANDON_AFTER = 300
+"""Seconds a Glance being deleted waits for a target cluster that cannot be resolved
+before it gives up its children there (the reference's AbandonAfter, 5 minutes)."""
 
 # --- requeue intervals, seconds (reference-spec §2.3 "Requeue intervals") ---------------
 REQUEUE_NOW = 0  # upgrade initiation, phase steps, abort
@@ -211,6 +217,8 @@ class PassResult:
     events: list[dict[str, str]] = field(default_factory=list)
     requeue_after: int | None = None
     finalizer: str | None = None
+    finalizers: list[str] = field(default_factory=lambda: [FINALIZER])
+    target_cluster: str | None = None
     plan: Plan | None = None
 
     @property
@@ -226,6 +234,8 @@ class PassResult:
             "events": self.events,
             "requeue_after": self.requeue_after,
             "finalizer": self.finalizer,
+            "finalizers": list(self.finalizers),
+            "target_cluster": self.target_cluster,
         }
 
 
@@ -289,7 +299,13 @@ def health_condition(health: Health) -> tuple[dict[str, str], int | None]:
 
 
 def _owner_uid(glance: Mapping[str, Any]) -> str:
-    return str(_meta(glance).get("uid") or "")
+    """Who the Glance's children name as their controller: its uid (owner references), or
+    on a target cluster its ownership labels' key (``live_state.label_owner``)."""
+    meta = _meta(glance)
+    if do.target_cluster(glance) is not None:
+        kind = str(glance.get("kind") or "Glance")
+        return ls.label_owner(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return str(meta.get("uid") or "")
 
 
 def _attached_backends(glance: Mapping[str, Any], backends: Iterable[Mapping[str, Any]]) -> list:
@@ -885,8 +901,15 @@ def decide_pass(
     health: Mapping[str, Any] | Health | None = None,
     objects: Mapping[str, dict[str, Any] | None] | None = None,
     plan: Plan | None = None,
+    target_cluster: Mapping[str, Any] | None = None,
+    remote_children: Sequence[Mapping[str, Any]] = (),
+    abandon_after: int = ABANDON_AFTER,
 ) -> PassResult:
     """Decide one reconcile pass of ``glance_obj`` (see the module docstring).
+
+    ``target_cluster``: what the gather step found of the target cluster the Glance names
+    (``name``, ``registration``, ``server``, ``error``: None when it answered), None when
+    it names none; ``remote_children``: a deleted Glance's children on it, to sweep.
 
     ``objects``: the owned objects the roles rendered from ``pass_plan(...).desired``, by
     key (``role_templates.objects_by_key``); when None they are rendered here from the
@@ -895,14 +918,133 @@ def decide_pass(
     """
     meta = _meta(glance_obj)
     finalizers = list(meta.get("finalizers") or [])
+    target = do.target_cluster(glance_obj)
     if meta.get("deletionTimestamp"):
-        if FINALIZER not in finalizers:
+        held = [f for f in (FINALIZER, REMOTE_CHILDREN_FINALIZER) if f in finalizers]
+        if not held:
             return PassResult()
-        return _deletion(glance_obj, live)
+        if REMOTE_CHILDREN_FINALIZER in held:
+            return _remote_deletion(
+                glance_obj, live, target_cluster, remote_children, held, now, abandon_after
+            )
+        result = _deletion(glance_obj, live if target is None else ls.live_objects("", []))
+        result.finalizers = held
+        return result
+    if target is not None and (not target_cluster or target_cluster.get("error")):
+        # Nothing is read or written, and no finalizer added: a Glance naming a cluster
+        # that never resolved leaves nothing behind to clean up (reference-spec §2.2).
+        return _target_unavailable(glance_obj, live, target, target_cluster, now)
     result = _decide(glance_obj, plan_inputs, live, now, health, objects, plan)
-    if FINALIZER not in finalizers:
+    wanted = [FINALIZER] + ([REMOTE_CHILDREN_FINALIZER] if target is not None else [])
+    missing = [f for f in wanted if f not in finalizers]
+    if missing:
         # Added by the apply step before any other write; the pass does not stop for it.
         result.finalizer = ADD
+        result.finalizers = missing
+    result.target_cluster = target
+    return result
+
+
+def _unavailable_message(target: str, info: Mapping[str, Any] | None) -> str:
+    return str((info or {}).get("error") or f'target cluster "{target}" was not resolved')
+
+
+def _target_unavailable(
+    glance_obj: Mapping[str, Any],
+    live: ls.LiveObjects,
+    target: str,
+    info: Mapping[str, Any] | None,
+    now: datetime | str,
+    message: str | None = None,
+) -> PassResult:
+    """SecretsReady False, TargetClusterUnavailable, polled every 15 s; nothing else."""
+    p = _Pass(glance_obj, live, {})
+    p.set(
+        c.condition(
+            c.SECRETS_READY,
+            False,
+            c.TARGET_CLUSTER_UNAVAILABLE,
+            message or _unavailable_message(target, info),
+        ),
+        REQUEUE_SECRETS,
+    )
+    return _finish(p, None, now)
+
+
+def _duration(seconds: int) -> str:
+    """Go's time.Duration String() of whole seconds (``5m0s``), as the reference words it."""
+    minutes, rest = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes}m{rest}s"
+    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
+
+
+def _remote_deletion(
+    glance_obj: Mapping[str, Any],
+    live: ls.LiveObjects,
+    info: Mapping[str, Any] | None,
+    remote_children: Sequence[Mapping[str, Any]],
+    held: list[str],
+    now: datetime | str,
+    abandon_after: int,
+) -> PassResult:
+    """A Glance being deleted whose children are on a target cluster (reference-spec §2.2,
+    §2.10). The cluster resolves: the MariaDB resources first (as ``_deletion``), then
+    every child carrying the Glance's ownership labels is deleted and both finalizers go.
+    It does not: the pass waits, polling every 15 s, until the cluster has been
+    unresolvable for ``abandon_after`` seconds since both the deletion and the first pass
+    that found it so (the condition's lastTransitionTime); then the children are given up
+    (Warning RemoteChildrenAbandoned) and the finalizers released."""
+    target = do.target_cluster(glance_obj) or ""
+    name = str(_meta(glance_obj).get("name") or "")
+    if not info or info.get("error"):
+        existing = c.by_type((glance_obj.get("status") or {}).get("conditions") or [])
+        secrets = existing.get(c.SECRETS_READY) or {}
+        first = (
+            ls.parse_time(secrets.get("lastTransitionTime"))
+            if secrets.get("reason") == c.TARGET_CLUSTER_UNAVAILABLE
+            and secrets.get("status") == c.FALSE
+            else ls.parse_time(now)
+        )
+        since = max(first, ls.parse_time(_meta(glance_obj).get("deletionTimestamp")))
+        if (ls.parse_time(now) - since).total_seconds() < abandon_after:
+            message = (
+                f"{_unavailable_message(target, info)}; waiting at least "
+                f"{_duration(abandon_after)} before abandoning its children"
+            )
+            return _target_unavailable(glance_obj, live, target, info, now, message)
+        return PassResult(
+            finalizer=REMOVE,
+            finalizers=held,
+            events=[
+                {
+                    "type": "Warning",
+                    "reason": c.EVENT_REMOTE_CHILDREN_ABANDONED,
+                    "message": f'Target cluster "{target}" did not resolve for '
+                    f"{_duration(abandon_after)}; releasing the finalizers without deleting "
+                    "the objects on it labelled as owned by this Glance",
+                }
+            ],
+        )
+    result = _deletion(glance_obj, live)
+    if result.finalizer != REMOVE:
+        result.target_cluster = target
+        return result  # the MariaDB resources first
+    owner = _owner_uid(glance_obj)
+    sweep = [a for a in (ap.sweep_action(obj, owner) for obj in remote_children) if a.writes]
+    result.actions = sweep
+    result.finalizers = held
+    result.target_cluster = target
+    if sweep:
+        result.events.append(
+            {
+                "type": "Normal",
+                "reason": c.EVENT_REMOTE_CHILDREN_SWEPT,
+                "message": f'Deleting the {len(sweep)} objects of {name} on target cluster '
+                f'"{target}"; releasing the finalizers',
+            }
+        )
     return result
 
 

@@ -143,17 +143,39 @@ def decide_backend_pass(
     parent_deployment: Mapping[str, Any] | None,
     mounted_secret: Mapping[str, Any] | None,
     now: datetime | str,
+    target_cluster: Mapping[str, Any] | None = None,
 ) -> BackendPassResult:
     """Decide one pass of ``backend`` (see the module docstring).
 
     ``secrets`` are the Secret objects of the backend's namespace the gather step read
-    (at least its credentials Secret when it exists).
+    (at least its credentials Secret when it exists), where the parent's children are.
+    ``target_cluster``: the parent's target cluster as the gather step found it; one that
+    cannot be resolved (its ``error``) gives CredentialsReady False,
+    TargetClusterUnavailable (§2.4 step 2), and ConfigProjected is left as it is.
     """
     meta = _meta(backend)
     if meta.get("deletionTimestamp"):
         return BackendPassResult()
     existing_status = backend.get("status") or {}
     existing = c.by_type(existing_status.get("conditions") or [])
+    if parent is not None and target_cluster and target_cluster.get("error"):
+        conds = [
+            c.condition(
+                c.CREDENTIALS_READY,
+                False,
+                c.TARGET_CLUSTER_UNAVAILABLE,
+                str(target_cluster["error"]),
+            )
+        ]
+        new_status = backend_status(
+            existing_status, conds, int(meta.get("generation") or 1), now
+        )
+        return BackendPassResult(
+            status=new_status,
+            status_patch=status_patch(existing_status, new_status),
+            requeue_after=REQUEUE_BACKSTOP,
+            conditions=conds,
+        )
     decoded = decode_secrets([dict(s) for s in secrets])
     credentials = backend_credentials(backend, parent, decoded)
     conds = [credentials]

@@ -60,11 +60,14 @@ def glance_plan(gathered: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def glance_decision(
-    gathered: Mapping[str, Any], rendered: Iterable[Mapping[str, Any]] | None = None
+    gathered: Mapping[str, Any],
+    rendered: Iterable[Mapping[str, Any]] | None = None,
+    abandon_after: int = gp.ABANDON_AFTER,
 ) -> dict[str, Any]:
     """Decide a gathered Glance pass with the objects the roles ``rendered`` (None: render
     them from the templates here). The result is ``PassResult.as_dict`` plus ``writes``
-    (how many actions write) and ``object`` (the custom resource's reference)."""
+    (how many actions write) and ``object`` (the custom resource's reference).
+    ``abandon_after``: seconds a deleted Glance waits for an unresolvable target cluster."""
     glance, inputs, live = glance_inputs(gathered)
     objects = plan = None
     if rendered is not None and gp.is_active(glance):
@@ -78,6 +81,9 @@ def glance_decision(
         health=gathered.get("health"),
         objects=objects,
         plan=plan,
+        target_cluster=gathered.get("target_cluster"),
+        remote_children=plain(gathered.get("remote_children") or []),
+        abandon_after=abandon_after,
     )
     out = result.as_dict()
     out["writes"] = len(result.writes)
@@ -111,6 +117,7 @@ def backend_decision(gathered: Mapping[str, Any]) -> dict[str, Any]:
         data.get("parent_deployment"),
         data.get("mounted_secret"),
         data["now"],
+        target_cluster=data.get("target_cluster"),
     )
     out = result.as_dict()
     out["object"] = reference(backend)

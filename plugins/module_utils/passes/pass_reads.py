@@ -28,6 +28,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_addres
     config_base,
     db_purge_cronjob_name,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import KINDS
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
 HTTP_ROUTE_API = "gateway.networking.k8s.io/v1"
@@ -107,6 +108,23 @@ def deletion_reads(glance: Mapping[str, Any]) -> list[Read]:
         return []
     meta = glance.get("metadata") or {}
     return mariadb_reads(str(meta["name"]), str(meta["namespace"]))
+
+
+def sweep_reads(glance: Mapping[str, Any]) -> list[Read]:
+    """On a target cluster, every object of every kind a Glance writes that carries its
+    ownership labels (reference-spec §2.10: the label-selected sweep of a Glance being
+    deleted; no garbage collector there follows an owner reference to it). The MariaDB
+    resources are deleted (and waited for) before; a kind the cluster does not serve is
+    skipped."""
+    meta = glance.get("metadata") or {}
+    name, namespace = str(meta["name"]), str(meta["namespace"])
+    selector = _selector(do.owner_labels(str(glance.get("kind") or "Glance"), name, namespace))
+    kinds = dict.fromkeys((k.api_version, k.kind) for k in KINDS.values())
+    return [
+        Read(api, kind, namespace, label_selector=selector, owned=True)
+        for api, kind in kinds
+        if kind not in MARIADB_KINDS
+    ]
 
 
 def owned_reads(name: str, namespace: str, gateway_api: bool, managed: bool = False) -> list[Read]:

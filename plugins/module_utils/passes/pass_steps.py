@@ -11,10 +11,19 @@ same requests and return exactly the same results.
 
 * ``gather(params)``: the reads of one Glance or GlanceBackend pass (``pass_reads``), and
   the health probe once the Deployment is ready; for a Glance being deleted, only its
-  MariaDB resources (managed mode). Reads only.
+  MariaDB resources (managed mode) and, on a target cluster, the children to sweep.
+  Reads only.
 * ``apply(params, check_mode)``: the decided actions in order, and the finalizer change:
   an addition before the first write, a removal after the last.
 * ``report(params, check_mode)``: the status merge patch and the events.
+
+A Glance naming a target cluster (``spec.targetClusterRef``, ``kube/target_cluster.py``)
+is read, patched (its finalizers) and reported on in the management cluster, the one the
+connection options name; its children are read and written in the target cluster, whose
+client gather and apply build from the registration Secret (``clusters_namespace``). A
+target that cannot be resolved or does not answer is no failure of the step: gather says
+so in ``target_cluster.error`` and the pass reports it (``TargetClusterUnavailable``). A
+GlanceBackend follows its parent's target.
 """
 
 from __future__ import annotations
@@ -22,12 +31,14 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import glance_secrets as gs
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import target_cluster as tc
 from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (
     ApiError,
     KubeClient,
@@ -39,7 +50,11 @@ from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_module impor
     operator_namespace,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_reads as pr
-from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance_pass import is_active
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance_pass import (
+    FINALIZER,
+    REMOTE_CHILDREN_FINALIZER,
+    is_active,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.passes.probe import probe_health
 
 GATHER_SPEC: dict[str, dict[str, Any]] = {
@@ -49,6 +64,7 @@ GATHER_SPEC: dict[str, dict[str, Any]] = {
     "object": {"type": "dict"},
     "health_check": {"type": "bool", "default": True},
     "health_timeout": {"type": "float", "default": 10.0},
+    "clusters_namespace": {"type": "str", "default": tc.DEFAULT_CLUSTERS_NAMESPACE},
     **CONNECTION_OPTIONS,
 }
 
@@ -56,7 +72,9 @@ APPLY_SPEC: dict[str, dict[str, Any]] = {
     "actions": {"type": "list", "elements": "dict", "default": []},
     "object": {"type": "dict", "required": True},
     "finalizer": {"type": "str", "choices": ["add", "remove"]},
-    "finalizer_name": {"type": "str", "default": "glance.openstack.c5c3.io/finalizer"},
+    "finalizer_names": {"type": "list", "elements": "str", "default": [FINALIZER]},
+    "target_cluster": {"type": "str"},
+    "clusters_namespace": {"type": "str", "default": tc.DEFAULT_CLUSTERS_NAMESPACE},
     **CONNECTION_OPTIONS,
 }
 
@@ -94,9 +112,19 @@ def _read(client: KubeClient, read: pr.Read) -> list:
     )
 
 
-def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout: float) -> dict:
+def gather_glance(
+    client: KubeClient, children: KubeClient, glance: dict, health_check: bool, timeout: float
+) -> dict:
+    """The reads of an active Glance: its namespace's GlanceBackends where the Glance is
+    (``client``), everything else where its children are (``children``)."""
     namespace = glance["metadata"]["namespace"]
     backends = client.list(pr.GROUP_VERSION, "GlanceBackend", namespace)
+    return {"backends": backends, **_gather_children(children, glance, backends, health_check, timeout)}
+
+
+def _gather_children(
+    client: KubeClient, glance: dict, backends: list, health_check: bool, timeout: float
+) -> dict:
     gateway_api = client.serves(pr.HTTP_ROUTE_API, "HTTPRoute")
     eso_api = client.serves(gs.EXTERNAL_SECRETS_API, "ExternalSecret")
     secrets, configmaps, owned, external_secrets = [], [], [], []
@@ -120,7 +148,6 @@ def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout:
     if health_check and ls.deployment_ready(live.deployment):
         health = probe_health(client, glance, timeout)
     return {
-        "backends": backends,
         "secrets": secrets,
         "configmaps": configmaps,
         "owned": owned,
@@ -133,28 +160,87 @@ def gather_glance(client: KubeClient, glance: dict, health_check: bool, timeout:
     }
 
 
-def gather_backend(client: KubeClient, backend: dict) -> dict:
-    out: dict = {"parent": None, "secrets": [], "parent_deployment": None, "mounted_secret": None}
+def _sweep(client: KubeClient, glance: dict) -> list:
+    """The children a target cluster holds of a Glance being deleted (``pr.sweep_reads``);
+    a kind the cluster does not serve has none."""
+    found: list = []
+    for read in pr.sweep_reads(glance):
+        try:
+            listed = _read(client, read)
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
+            continue
+        for obj in listed:
+            obj.setdefault("apiVersion", read.api_version)
+            obj.setdefault("kind", read.kind)
+        found.extend(listed)
+    return found
+
+
+def gather_deleting(children: KubeClient, glance: dict, remote: bool) -> dict:
+    """A Glance being deleted: its MariaDB resources (managed mode) and, when its children
+    are on a target cluster, every child to sweep there."""
+    out: dict = {"owned": [o for read in pr.deletion_reads(glance) for o in _read(children, read)]}
+    if remote:
+        out["remote_children"] = _sweep(children, glance)
+    return out
+
+
+def gather_backend(client: KubeClient, children: KubeClient, backend: dict, parent: dict | None) -> dict:
+    """A GlanceBackend's reads: the parent (read by the caller, where the Glance is), its
+    credentials Secret, the parent's Deployment and the backends Secret it mounts, where
+    the parent's children are."""
+    out: dict = {"parent": parent, "secrets": [], "parent_deployment": None, "mounted_secret": None}
     for read in pr.backend_reads(backend):
-        found = _read(client, read)
         if read.kind == "Glance":
-            out["parent"] = found[0] if found else None
-        elif read.kind == "Secret":
+            continue
+        found = _read(children, read)
+        if read.kind == "Secret":
             out["secrets"].extend(found)
         elif read.kind == "Deployment":
             out["parent_deployment"] = found[0] if found else None
     _, mounted = ls.mounted_artifacts(out["parent_deployment"])
     if mounted:
-        out["mounted_secret"] = client.get(
+        out["mounted_secret"] = children.get(
             "v1", "Secret", mounted, backend["metadata"]["namespace"]
         )
     return out
 
 
+def _parent_of(client: KubeClient, backend: dict) -> dict | None:
+    for read in pr.backend_reads(backend):
+        if read.kind == "Glance":
+            found = _read(client, read)
+            return found[0] if found else None
+    return None
+
+
+def _children_of(
+    client: KubeClient, owner: dict | None, p: Mapping[str, Any]
+) -> tuple[KubeClient | None, dict | None]:
+    """The client of the cluster ``owner``'s children live in: ``client`` itself, or the
+    target cluster's (with what ``target_cluster`` reports: name, registration, server, and
+    ``error`` when it cannot be resolved - then no client)."""
+    name = do.target_cluster(owner) if owner else None
+    if name is None:
+        return client, None
+    info: dict = {"name": name, "registration": tc.registration_name(name, p["clusters_namespace"])}
+    try:
+        target = tc.resolve(client, name, p["clusters_namespace"], float(p.get("request_timeout") or 30.0))
+    except tc.Unavailable as exc:
+        return None, {**info, "error": str(exc)}
+    return target.client, {**info, "server": target.client.connection.server, "error": None}
+
+
+def _unanswered(info: dict, exc: Exception) -> dict:
+    return {**info, "error": f'target cluster "{info["name"]}" ({info.get("server")}) does not answer: {exc}'}
+
+
 def gather(p: Mapping[str, Any]) -> dict[str, Any]:
     """The gather step (``plugins/modules/gather.py`` documents the result)."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    client = None
+    client = children = None
     try:
         client = client_from_params(p)
         obj = p["object"]
@@ -165,26 +251,64 @@ def gather(p: Mapping[str, Any]) -> dict[str, Any]:
             obj.setdefault("apiVersion", pr.GROUP_VERSION)
             obj.setdefault("kind", p["kind"])
             if p["kind"] == "Glance":
-                result["active"] = is_active(obj)
-                if result["active"]:
-                    result.update(
-                        gather_glance(client, obj, p["health_check"], p["health_timeout"])
-                    )
-                else:  # being deleted: only what holds the finalizer (its MariaDB resources)
-                    result["owned"] = [
-                        o for read in pr.deletion_reads(obj) for o in _read(client, read)
-                    ]
+                result.update(_gather_glance_pass(client, obj, p))
+                children = result.pop("_children", None)
             else:
-                result.update(gather_backend(client, obj))
+                parent = _parent_of(client, obj)
+                children, info = _children_of(client, parent, p)
+                if info is not None:
+                    result["target_cluster"] = info
+                if children is not None:
+                    try:
+                        result.update(gather_backend(client, children, obj, parent))
+                    except _ERRORS as exc:
+                        if children is client or info is None:
+                            raise
+                        result["target_cluster"] = _unanswered(info, exc)
+                        children = None
+                else:
+                    result["parent"] = parent
     except _ERRORS as exc:
         return {
             "failed": True,
             "msg": f"gather {p['kind']} {p['namespace']}/{p['name']}: {exc}",
-            "api_requests": _requests(client),
+            "api_requests": _requests(client) + _remote_requests(client, children),
         }
-    result["api_requests"] = client.requests
+    result["api_requests"] = client.requests + _remote_requests(client, children)
     result["changed"] = False
     return result
+
+
+def _remote_requests(client: KubeClient | None, children: KubeClient | None) -> int:
+    return children.requests if children is not None and children is not client else 0
+
+
+def _gather_glance_pass(client: KubeClient, glance: dict, p: Mapping[str, Any]) -> dict:
+    active = is_active(glance)
+    out: dict = {"active": active}
+    finalizers = (glance.get("metadata") or {}).get("finalizers") or []
+    remote = do.target_cluster(glance) is not None
+    if not active and remote and REMOTE_CHILDREN_FINALIZER not in finalizers:
+        # Nothing was ever written to the target (the finalizer goes on before the first
+        # write there): nothing to read, nothing to sweep.
+        out["owned"] = []
+        return out
+    children, info = _children_of(client, glance, p)
+    if info is not None:
+        out["target_cluster"] = info
+    if children is None:
+        return out
+    try:
+        if active:
+            out.update(gather_glance(client, children, glance, p["health_check"], p["health_timeout"]))
+        else:
+            out.update(gather_deleting(children, glance, remote))
+    except _ERRORS as exc:
+        if info is None:
+            raise
+        out = {"active": active, "target_cluster": _unanswered(info, exc)}
+    out["_children"] = children
+    return out
 
 
 # -- apply ----------------------------------------------------------------------------------
@@ -231,40 +355,52 @@ def perform(client: KubeClient, action: dict, owner_uid: str) -> dict:
     raise ValueError(f"unknown verb {verb!r}")
 
 
-def finalizer_patch(reference: Mapping[str, Any], change: str, name: str) -> dict | None:
-    """The merge patch adding or removing ``name``; None when there is nothing to do."""
+def finalizer_patch(
+    reference: Mapping[str, Any], change: str, names: str | Sequence[str]
+) -> dict | None:
+    """The merge patch adding or removing the finalizers ``names`` (one patch, carrying the
+    resourceVersion read); None when there is nothing to do."""
+    names = [names] if isinstance(names, str) else list(names)
     current = list(reference.get("finalizers") or [])
-    if change == "add" and name not in current:
-        wanted = [*current, name]
-    elif change == "remove" and name in current:
-        wanted = [f for f in current if f != name]
+    if change == "add" and any(n not in current for n in names):
+        wanted = [*current, *(n for n in names if n not in current)]
+    elif change == "remove" and any(n in current for n in names):
+        wanted = [f for f in current if f not in names]
     else:
         return None
     return {"metadata": {"finalizers": wanted, "resourceVersion": reference["resource_version"]}}
 
 
 def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
-    """The apply step (``plugins/modules/apply.py`` documents the result)."""
+    """The apply step (``plugins/modules/apply.py`` documents the result). The finalizers
+    are patched on the custom resource, the actions written where its children live (the
+    target cluster ``target_cluster`` names, else the same cluster)."""
     ref = p["object"]
     writes = [a for a in p["actions"] if a.get("verb") != ap.NONE]
-    patch = finalizer_patch(ref, p["finalizer"], p["finalizer_name"]) if p["finalizer"] else None
+    patch = finalizer_patch(ref, p["finalizer"], p["finalizer_names"]) if p["finalizer"] else None
     written: list[dict] = []
     if check_mode or (not writes and patch is None):
         written = [{k: a.get(k) for k in ("verb", "kind", "name", "reason")} for a in writes]
         return {"changed": bool(written or patch), "written": written, "api_requests": 0}
-    client = None
+    client = children = None
     current = None
     finalizer = {"verb": "finalizer", "kind": ref["kind"], "name": ref["name"]}
     done = {"verb": f"{p['finalizer']}-finalizer", "kind": ref["kind"], "name": ref["name"]}
     try:
         client = client_from_params(p)
+        children = client
+        if writes and p.get("target_cluster"):
+            current = {"verb": "resolve", "kind": "target cluster", "name": p["target_cluster"]}
+            children = tc.resolve(
+                client, p["target_cluster"], p["clusters_namespace"], float(p.get("request_timeout") or 30.0)
+            ).client
         if patch is not None and p["finalizer"] == "add":
             current = finalizer
             client.patch(ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch)
             written.append(done)
         for action in writes:
             current = action
-            answer = perform(client, action, str(ref.get("uid") or ""))
+            answer = perform(children, action, str(ref.get("uid") or ""))
             written.append(
                 {
                     **{k: action.get(k) for k in ("verb", "kind", "name", "reason")},
@@ -275,7 +411,7 @@ def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
             current = finalizer
             client.patch(ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch)
             written.append(done)
-    except (*_ERRORS, Refused) as exc:
+    except (*_ERRORS, Refused, tc.Unavailable) as exc:
         what = (
             f"{current['verb']} {current['kind']} {ref.get('namespace')}/{current['name']}"
             if current
@@ -285,9 +421,13 @@ def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
             "failed": True,
             "msg": f"{what}: {exc}",
             "written": written,
-            "api_requests": _requests(client),
+            "api_requests": _requests(client) + _remote_requests(client, children),
         }
-    return {"changed": bool(written), "written": written, "api_requests": client.requests}
+    return {
+        "changed": bool(written),
+        "written": written,
+        "api_requests": client.requests + _remote_requests(client, children),
+    }
 
 
 # -- report ---------------------------------------------------------------------------------
