@@ -11,7 +11,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 COLLECTION_LINK := .collections/ansible_collections/c5c3/glance
-SAMPLES := config/samples/glance_minimal.yaml config/samples/glance_full.yaml config/samples/glance_managed.yaml
+SAMPLES := config/samples/glance_minimal.yaml config/samples/glance_full.yaml config/samples/glance_managed.yaml config/samples/glance_target_cluster.yaml
 # The Glance releases `make glance-venvs` and `make images` build: every
 # images/glance/requirements/<release>.txt.
 GLANCE_RELEASES ?= $(patsubst images/glance/requirements/%.txt,%,$(wildcard images/glance/requirements/*.txt))

@@ -67,6 +67,9 @@ def test_every_object_is_owned_by_the_glance_and_namespaced(renders, name):
     for obj in renders[name].manifests:
         meta = obj["metadata"]
         assert meta["namespace"] == "openstack"
+        if name == "glance-target-cluster":  # by labels there: see the test below
+            assert meta["labels"]["openstack.c5c3.io/owner-name"] == "glance"
+            continue
         (owner,) = meta["ownerReferences"]
         assert owner["kind"] == "Glance" and owner["name"] == "glance"
         assert owner["controller"] is True and owner["uid"]
@@ -296,3 +299,22 @@ def test_the_managed_sample_renders_its_mariadb_resources(renders):
     assert dsn.startswith(
         "mysql+pymysql://glance:change-me-db-password@mariadb.openstack.svc:3306/"
     )
+
+
+def test_the_target_cluster_sample_says_where_its_children_go(renders):
+    """A Glance naming a target cluster (reference-spec §2.11): every child carries the
+    ownership labels instead of an owner reference, and the summary names the cluster."""
+    render = renders["glance-target-cluster"]
+    owner = {
+        "openstack.c5c3.io/owner-kind": "Glance",
+        "openstack.c5c3.io/owner-name": "glance",
+        "openstack.c5c3.io/owner-namespace": "openstack",
+    }
+    assert render.manifests
+    for obj in render.manifests:
+        meta = obj["metadata"]
+        assert not meta.get("ownerReferences"), obj["kind"]
+        assert owner.items() <= (meta.get("labels") or {}).items(), obj["kind"]
+    deployment = render.find("Deployment", "glance")
+    assert "openstack.c5c3.io/owner-name" not in deployment["spec"]["selector"]["matchLabels"]
+    assert 'target cluster: \\"edge\\"' in render.stdout or 'target cluster: "edge"' in render.stdout

@@ -54,6 +54,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.desired_object
     MARIADB_OBJECTS,
     Artifacts,
     desired_objects,
+    target_cluster,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config import (
     ConfigError,
@@ -140,6 +141,7 @@ class Plan:
             "desired": self.desired,
             "status": self.status_documents(),
             "events": self.events,
+            "target_cluster": target_cluster(self.glance) if self.glance else None,
         }
 
 
@@ -439,6 +441,16 @@ def summarize(plan: Mapping[str, Any], manifests: list[Mapping[str, Any]]) -> li
         conds = doc["status"]["conditions"]
         shown = ", ".join(f"{cond['type']}={cond['status']}({cond['reason']})" for cond in conds)
         lines.append(f"{doc['kind']} {doc['metadata']['name']}: {shown}")
+    target = plan.get("target_cluster")
+    if target:
+        namespace = next(iter(manifests), {}).get("metadata", {}).get("namespace", "")
+        lines.append(
+            f'target cluster: "{target}" (its kubeconfig Secret {target} in the clusters '
+            f"namespace, default c5c3-clusters): the {len(manifests)} objects above go there, "
+            f"to namespace {namespace}, labelled with their owner instead of an owner "
+            "reference; the Glance, its GlanceBackends and their status stay in this cluster, "
+            "the credential Secrets they name must be in the target"
+        )
     lines.extend(
         f"event: {e['type']} {e['reason']}: {e['message']}" for e in plan.get("events") or []
     )
