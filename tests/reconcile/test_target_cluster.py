@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -31,7 +33,11 @@ pytestmark = pytest.mark.integration
 REGISTRATION_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 REMOTE_FINALIZER = "openstack.c5c3.io/remote-children"
 MAIN_FINALIZER = "glance.openstack.c5c3.io/finalizer"
-OWNER_LABELS = ("openstack.c5c3.io/owner-kind", "openstack.c5c3.io/owner-name", "openstack.c5c3.io/owner-namespace")
+OWNER_LABELS = (
+    "openstack.c5c3.io/owner-kind",
+    "openstack.c5c3.io/owner-name",
+    "openstack.c5c3.io/owner-namespace",
+)
 CHILD_KINDS = (
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
@@ -42,6 +48,7 @@ CHILD_KINDS = (
     ("batch/v1", "CronJob"),
 )
 USER_SECRETS = ("glance-db", "glance-service-user", "glance-s3")
+ROOT = Path(__file__).resolve().parents[2]
 _clusters = itertools.count(1)
 
 
@@ -60,17 +67,27 @@ def api(request, tmp_path):
 class Clusters:
     """The two clusters of one test: the management ``api`` and the target."""
 
-    def __init__(self, api: ApiEnv, target: KubeApiServer, tmp_path: Path):
+    def __init__(
+        self,
+        api: ApiEnv,
+        target: KubeApiServer,
+        tmp_path: Path,
+        clusters_namespace: str | None = None,
+    ):
         self.api = api
         self.server = target
+        self.tmp_path = tmp_path
         self.target = KubeClient.from_environment(str(target.write_kubeconfig(tmp_path / "target")))
-        self.clusters_namespace = f"clusters-{next(_clusters)}"
-        self.extra = {"clusters_namespace": self.clusters_namespace}
+        self.clusters_namespace = clusters_namespace or f"clusters-{next(_clusters)}"
+        # the default clusters namespace: the passes run with the playbooks' default
+        self.extra = {} if clusters_namespace else {"clusters_namespace": self.clusters_namespace}
         api.ensure_namespace(self.clusters_namespace)
         api.ensure_namespace()
         self.namespace = api.namespace
         if self.target.get("v1", "Namespace", self.namespace) is None:
-            self.target.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+            self.target.create(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+            )
 
     def kubeconfig(self) -> dict:
         """An inline kubeconfig of the target: its bearer token and its own serving
@@ -89,11 +106,15 @@ class Clusters:
                 }
             ],
             "users": [{"name": "glance-operator", "user": {"token": self.server.token}}],
-            "contexts": [{"name": "edge", "context": {"cluster": "edge", "user": "glance-operator"}}],
+            "contexts": [
+                {"name": "edge", "context": {"cluster": "edge", "user": "glance-operator"}}
+            ],
             "current-context": "edge",
         }
 
-    def register(self, name: str = "edge", kubeconfig: dict | None = None, label: bool = True) -> None:
+    def register(
+        self, name: str = "edge", kubeconfig: dict | None = None, label: bool = True
+    ) -> None:
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -103,12 +124,39 @@ class Clusters:
                 "labels": {REGISTRATION_LABEL: "true"} if label else {},
             },
             "data": {
-                "kubeconfig": base64.b64encode(json.dumps(kubeconfig or self.kubeconfig()).encode()).decode()
+                "kubeconfig": base64.b64encode(
+                    json.dumps(kubeconfig or self.kubeconfig()).encode()
+                ).decode()
             },
         }
         if self.api.client.get("v1", "Secret", name, self.clusters_namespace) is not None:
             self.api.client.delete("v1", "Secret", name, self.clusters_namespace)
         self.api.client.create(secret)
+
+    def register_as_documented(self) -> list[str]:
+        """docs/target-clusters.md's two commands, as a user types them: in a directory
+        holding edge.kubeconfig, KUBECONFIG naming the management cluster, kubectl on PATH."""
+        doc = (ROOT / "docs" / "target-clusters.md").read_text()
+        block = doc.split("```sh\n", 1)[1].split("```", 1)[0]
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        (self.tmp_path / "edge.kubeconfig").write_text(json.dumps(self.kubeconfig()))
+        env = {
+            "PATH": f"{self.server.assets}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOME": str(self.tmp_path),
+            "KUBECONFIG": str(self.api.kubeconfig),
+        }
+        for line in lines:
+            done = subprocess.run(
+                line,
+                shell=True,
+                cwd=self.tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 0, f"{line}: {done.stdout}{done.stderr}"
+        return lines
 
     def deregister(self, name: str = "edge") -> None:
         self.api.client.delete("v1", "Secret", name, self.clusters_namespace)
@@ -162,8 +210,12 @@ def clusters(api, target_apiserver, tmp_path):
     return Clusters(api, target_apiserver, tmp_path)
 
 
-def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cluster(clusters):
-    c, api = clusters, clusters.api
+def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cluster(
+    api, target_apiserver, tmp_path
+):
+    c = Clusters(api, target_apiserver, tmp_path, clusters_namespace="c5c3-clusters")
+    if api.client.get("v1", "Secret", "edge", c.clusters_namespace) is not None:
+        c.deregister()
     c.scene()
 
     # No registration: TargetClusterUnavailable, polled every 15 s, no finalizer, nothing written.
@@ -171,7 +223,10 @@ def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cl
     assert run.requeue_after == 15
     cond = c.secrets_ready()
     assert (cond["status"], cond["reason"]) == ("False", "TargetClusterUnavailable")
-    assert cond["message"] == f'cluster "edge" is not registered: no Secret {c.clusters_namespace}/edge'
+    assert (
+        cond["message"]
+        == f'cluster "edge" is not registered: no Secret {c.clusters_namespace}/edge'
+    )
     assert (c.glance()["metadata"].get("finalizers") or []) == []
     assert c.children(c.target) == {}
 
@@ -180,8 +235,10 @@ def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cl
     api.glance_pass(**c.extra)
     assert "lacks the label" in c.secrets_ready()["message"]
 
-    # Registered: every child on the target, none in the management cluster.
-    c.register()
+    # Registered (with the documented commands): every child on the target, none in the
+    # management cluster.
+    c.deregister()
+    assert len(c.register_as_documented()) == 2
     api.glance_pass(**c.extra)
     glance = c.glance()
     assert glance["metadata"]["finalizers"] == [MAIN_FINALIZER, REMOTE_FINALIZER]
@@ -192,9 +249,13 @@ def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cl
     assert c.children(api.client) == {}, "no child may be written to the management cluster"
     for (kind, name), obj in remote.items():
         meta = obj["metadata"]
-        assert not meta.get("ownerReferences"), f"{kind} {name} names an owner absent on its cluster"
+        assert not meta.get("ownerReferences"), (
+            f"{kind} {name} names an owner absent on its cluster"
+        )
         labels = meta.get("labels") or {}
-        assert [labels.get(k) for k in OWNER_LABELS] == ["Glance", "glance", c.namespace], f"{kind} {name}"
+        assert [labels.get(k) for k in OWNER_LABELS] == ["Glance", "glance", c.namespace], (
+            f"{kind} {name}"
+        )
 
     # The target's controllers run; the passes converge with the status in the management cluster.
     for _ in range(6):
@@ -212,12 +273,17 @@ def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cl
     assert c.children(api.client) == {}
     for (kind, name), obj in remote.items():
         labels = obj["metadata"].get("labels") or {}
-        assert [labels.get(k) for k in OWNER_LABELS] == ["Glance", "glance", c.namespace], f"{kind} {name}"
+        assert [labels.get(k) for k in OWNER_LABELS] == ["Glance", "glance", c.namespace], (
+            f"{kind} {name}"
+        )
         assert not obj["metadata"].get("ownerReferences"), f"{kind} {name}"
 
     # The backend follows its parent: credentials and projection read on the target.
     api.backend_pass("glance-s3-default", **c.extra)
-    backend = {cond["type"]: cond for cond in api.get("GlanceBackend", "glance-s3-default")["status"]["conditions"]}
+    backend = {
+        cond["type"]: cond
+        for cond in api.get("GlanceBackend", "glance-s3-default")["status"]["conditions"]
+    }
     assert backend["CredentialsReady"]["status"] == "True"
     assert backend["ConfigProjected"]["status"] == "True"
 
@@ -233,7 +299,10 @@ def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cl
     assert c.secrets_ready()["reason"] == "TargetClusterUnavailable"
     assert before == {k: o["metadata"]["resourceVersion"] for k, o in c.children(c.target).items()}
     api.backend_pass("glance-s3-default", **c.extra)
-    backend = {cond["type"]: cond for cond in api.get("GlanceBackend", "glance-s3-default")["status"]["conditions"]}
+    backend = {
+        cond["type"]: cond
+        for cond in api.get("GlanceBackend", "glance-s3-default")["status"]["conditions"]
+    }
     assert backend["CredentialsReady"]["reason"] == "TargetClusterUnavailable"
 
     # Registered again and the Glance deleted: the sweep empties the target, then both
@@ -243,7 +312,9 @@ def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cl
     api.client.delete("glance.openstack.c5c3.io/v1alpha1", "Glance", "glance", c.namespace)
     run = api.glance_pass(**c.extra)
     assert c.glance() is None
-    left = {k for k, o in c.children(c.target).items() if not o["metadata"].get("deletionTimestamp")}
+    left = {
+        k for k, o in c.children(c.target).items() if not o["metadata"].get("deletionTimestamp")
+    }
     assert left == set(), left
     assert all(c.target.get("v1", "Secret", s, c.namespace) for s in USER_SECRETS)
 
@@ -252,7 +323,9 @@ def test_a_refused_registration_says_why(clusters):
     c, api = clusters, clusters.api
     c.scene()
     kubeconfig = c.kubeconfig()
-    kubeconfig["users"][0]["user"] = {"tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"}
+    kubeconfig["users"][0]["user"] = {
+        "tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    }
     c.register(kubeconfig=kubeconfig)
     api.glance_pass(**c.extra)
     cond = c.secrets_ready()
@@ -279,7 +352,11 @@ def test_an_object_of_someone_else_on_the_target_is_never_taken_over(clusters):
     foreign = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": "glance", "namespace": c.namespace, "labels": {"team": "someone-else"}},
+        "metadata": {
+            "name": "glance",
+            "namespace": c.namespace,
+            "labels": {"team": "someone-else"},
+        },
         "spec": {"ports": [{"port": 80}]},
     }
     c.target.create(foreign)

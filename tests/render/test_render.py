@@ -317,4 +317,6 @@ def test_the_target_cluster_sample_says_where_its_children_go(renders):
         assert owner.items() <= (meta.get("labels") or {}).items(), obj["kind"]
     deployment = render.find("Deployment", "glance")
     assert "openstack.c5c3.io/owner-name" not in deployment["spec"]["selector"]["matchLabels"]
-    assert 'target cluster: \\"edge\\"' in render.stdout or 'target cluster: "edge"' in render.stdout
+    assert (
+        'target cluster: \\"edge\\"' in render.stdout or 'target cluster: "edge"' in render.stdout
+    )

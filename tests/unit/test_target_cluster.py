@@ -10,9 +10,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from support.builders import GLANCE, patched
+from support.builders import BACKEND, GLANCE, patched
 from support.cluster import FakeCluster, Reconciler, glance_object, plan_inputs, stored
-from support.builders import BACKEND
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
@@ -21,8 +20,16 @@ from ansible_collections.c5c3.glance.plugins.module_utils.kube import target_clu
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import glancebackend_pass as bp
 
-RESOLVED = {"name": "edge", "registration": "c5c3-clusters/edge", "server": "https://x", "error": None}
-UNAVAILABLE = {**RESOLVED, "error": 'cluster "edge" is not registered: no Secret c5c3-clusters/edge'}
+RESOLVED = {
+    "name": "edge",
+    "registration": "c5c3-clusters/edge",
+    "server": "https://x",
+    "error": None,
+}
+UNAVAILABLE = {
+    **RESOLVED,
+    "error": 'cluster "edge" is not registered: no Secret c5c3-clusters/edge',
+}
 OWNER = ls.label_owner("Glance", "openstack", "glance")
 
 
@@ -110,7 +117,8 @@ def test_a_ca_file_of_the_operators_pod_is_refused():
 
 def targeted(**kw) -> Reconciler:
     glance = glance_object(
-        patched(GLANCE, {"spec": {"targetClusterRef": {"name": "edge"}}}), finalizer=kw.pop("finalizer", False)
+        patched(GLANCE, {"spec": {"targetClusterRef": {"name": "edge"}}}),
+        finalizer=kw.pop("finalizer", False),
     )
     return Reconciler(glance, plan_inputs([stored(BACKEND, "b-uid")], None), FakeCluster())
 
@@ -146,22 +154,28 @@ def test_children_on_a_target_carry_the_ownership_labels_and_no_owner_reference(
         assert ls.controller_key(action.object) == OWNER, action.kind
     # the pod templates keep their own labels: the selector must not change with the owner
     job = next(a for a in result.writes if a.kind == "Job")
-    assert "openstack.c5c3.io/owner-name" not in job.object["spec"]["template"]["metadata"]["labels"]
+    assert (
+        "openstack.c5c3.io/owner-name" not in job.object["spec"]["template"]["metadata"]["labels"]
+    )
 
 
 def test_on_a_target_an_unlabelled_object_is_someone_elses():
     unlabelled = {"metadata": {"name": "glance", "labels": {"team": "x"}}}
     assert ls.controlled_by_other(unlabelled, OWNER)
     assert not ls.controlled_by_other(unlabelled, "a-uid")  # adopted on its own cluster
-    labelled = {"metadata": {"labels": {
-        "openstack.c5c3.io/owner-kind": "Glance",
-        "openstack.c5c3.io/owner-name": "glance",
-        "openstack.c5c3.io/owner-namespace": "openstack",
-    }}}
+    labelled = {
+        "metadata": {
+            "labels": {
+                "openstack.c5c3.io/owner-kind": "Glance",
+                "openstack.c5c3.io/owner-name": "glance",
+                "openstack.c5c3.io/owner-namespace": "openstack",
+            }
+        }
+    }
     assert ls.controlled_by(labelled, OWNER) and not ls.controlled_by_other(labelled, OWNER)
     other = patched(labelled, {"metadata": {"labels": {"openstack.c5c3.io/owner-name": "other"}}})
     assert ls.controlled_by_other(other, OWNER)
-    assert "Glance openstack/other (by its labels)" == ls.describe_controller(other)
+    assert ls.describe_controller(other) == "Glance openstack/other (by its labels)"
 
 
 def deleting(r: Reconciler, finalizers, deleted_at: datetime, status=None) -> dict:
@@ -176,16 +190,34 @@ def test_a_deleted_glance_sweeps_its_children_on_the_target_then_releases_both_f
     r = targeted()
     both = [gp.FINALIZER, gp.REMOTE_CHILDREN_FINALIZER]
     glance = deleting(r, both, datetime(2026, 1, 1, tzinfo=UTC))
-    ours = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "glance-config-1", "namespace": "openstack", "labels": {
-        "openstack.c5c3.io/owner-kind": "Glance",
-        "openstack.c5c3.io/owner-name": "glance",
-        "openstack.c5c3.io/owner-namespace": "openstack",
-    }}}
-    gone = patched(ours, {"metadata": {"name": "glance-config-0", "deletionTimestamp": "2026-01-01T00:00:00Z"}})
-    foreign = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "glance", "namespace": "openstack"}}
+    ours = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "glance-config-1",
+            "namespace": "openstack",
+            "labels": {
+                "openstack.c5c3.io/owner-kind": "Glance",
+                "openstack.c5c3.io/owner-name": "glance",
+                "openstack.c5c3.io/owner-namespace": "openstack",
+            },
+        },
+    }
+    gone = patched(
+        ours, {"metadata": {"name": "glance-config-0", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    )
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "glance", "namespace": "openstack"},
+    }
     result = gp.decide_pass(
-        glance, r.inputs, ls.live_objects("glance", []), r.now,
-        target_cluster=RESOLVED, remote_children=[ours, gone, foreign],
+        glance,
+        r.inputs,
+        ls.live_objects("glance", []),
+        r.now,
+        target_cluster=RESOLVED,
+        remote_children=[ours, gone, foreign],
     )
     assert [(a.verb, a.kind, a.name, a.reason) for a in result.writes] == [
         ("delete", "ConfigMap", "glance-config-1", ap.SWEPT)
@@ -201,7 +233,9 @@ def test_an_unresolvable_target_is_waited_for_then_abandoned():
     deleted_at = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     glance = deleting(r, both, deleted_at)
     live = ls.live_objects("glance", [])
-    wait = gp.decide_pass(glance, r.inputs, live, deleted_at + timedelta(seconds=10), target_cluster=UNAVAILABLE)
+    wait = gp.decide_pass(
+        glance, r.inputs, live, deleted_at + timedelta(seconds=10), target_cluster=UNAVAILABLE
+    )
     assert wait.finalizer is None and wait.requeue_after == gp.REQUEUE_SECRETS
     cond = c.by_type(wait.status["conditions"])[c.SECRETS_READY]
     assert cond["reason"] == c.TARGET_CLUSTER_UNAVAILABLE
@@ -210,28 +244,45 @@ def test_an_unresolvable_target_is_waited_for_then_abandoned():
     # alone: a Glance deleted long ago still waits the whole window.
     glance = deleting(r, both, deleted_at, status=wait.status)
     later = datetime.fromisoformat(cond["lastTransitionTime"].replace("Z", "+00:00"))
-    still = gp.decide_pass(glance, r.inputs, live, later + timedelta(seconds=299), target_cluster=UNAVAILABLE)
+    still = gp.decide_pass(
+        glance, r.inputs, live, later + timedelta(seconds=299), target_cluster=UNAVAILABLE
+    )
     assert still.finalizer is None
-    given_up = gp.decide_pass(glance, r.inputs, live, later + timedelta(seconds=300), target_cluster=UNAVAILABLE)
+    given_up = gp.decide_pass(
+        glance, r.inputs, live, later + timedelta(seconds=300), target_cluster=UNAVAILABLE
+    )
     assert (given_up.finalizer, given_up.finalizers) == (gp.REMOVE, both)
     assert [(e["type"], e["reason"]) for e in given_up.events] == [
         ("Warning", c.EVENT_REMOTE_CHILDREN_ABANDONED)
     ]
     fresh = deleting(r, both, later + timedelta(seconds=290), status=wait.status)
-    assert gp.decide_pass(fresh, r.inputs, live, later + timedelta(seconds=300), target_cluster=UNAVAILABLE).finalizer is None
+    assert (
+        gp.decide_pass(
+            fresh, r.inputs, live, later + timedelta(seconds=300), target_cluster=UNAVAILABLE
+        ).finalizer
+        is None
+    )
 
 
 def test_a_glance_that_never_reached_its_target_is_released_at_once():
     r = targeted()
     glance = deleting(r, [gp.FINALIZER], datetime(2026, 1, 1, tzinfo=UTC))
-    result = gp.decide_pass(glance, r.inputs, ls.live_objects("glance", []), r.now, target_cluster=None)
+    result = gp.decide_pass(
+        glance, r.inputs, ls.live_objects("glance", []), r.now, target_cluster=None
+    )
     assert (result.finalizer, result.finalizers, result.writes) == (gp.REMOVE, [gp.FINALIZER], [])
 
 
 def test_a_backend_whose_parents_target_is_unavailable_says_so():
     parent = patched(GLANCE, {"spec": {"targetClusterRef": {"name": "edge"}}})
     result = bp.decide_backend_pass(
-        stored(BACKEND, "b-uid"), parent, [], None, None, "2026-01-01T00:00:00Z", target_cluster=UNAVAILABLE
+        stored(BACKEND, "b-uid"),
+        parent,
+        [],
+        None,
+        None,
+        "2026-01-01T00:00:00Z",
+        target_cluster=UNAVAILABLE,
     )
     cond = c.by_type(result.status["conditions"])[c.CREDENTIALS_READY]
     assert (cond["status"], cond["reason"]) == ("False", c.TARGET_CLUSTER_UNAVAILABLE)

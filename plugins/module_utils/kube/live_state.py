@@ -134,7 +134,9 @@ def describe_controller(obj: Obj | None) -> str:
     ref = controller_reference(obj)
     if ref is None:
         key = controller_key(obj)
-        return f"{key.split('/', 1)[0]} {key.split('/', 1)[1]} (by its labels)" if key else "nothing"
+        return (
+            f"{key.split('/', 1)[0]} {key.split('/', 1)[1]} (by its labels)" if key else "nothing"
+        )
     return f"{ref.get('kind', '?')} {ref.get('name', '?')} (uid {ref.get('uid', '?')})"
 
 

@@ -79,14 +79,18 @@ def registration_name(cluster: str, clusters_namespace: str) -> str:
 def _kubeconfig_document(secret: Mapping[str, Any], where: str) -> dict[str, Any]:
     labels = (secret.get("metadata") or {}).get("labels") or {}
     if labels.get(REGISTRATION_LABEL) != "true":
-        raise Unavailable(f'Secret {where} is not a registration: it lacks the label {REGISTRATION_LABEL}="true"')
+        raise Unavailable(
+            f'Secret {where} is not a registration: it lacks the label {REGISTRATION_LABEL}="true"'
+        )
     raw = (secret.get("data") or {}).get(KUBECONFIG_KEY)
     if not raw:
         raise Unavailable(f"Secret {where} has no {KUBECONFIG_KEY!r} key")
     try:
         document = yaml.safe_load(base64.b64decode(raw, validate=True).decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise Unavailable(f"Secret {where}: key {KUBECONFIG_KEY!r} is not a kubeconfig: {exc}") from exc
+        raise Unavailable(
+            f"Secret {where}: key {KUBECONFIG_KEY!r} is not a kubeconfig: {exc}"
+        ) from exc
     if not isinstance(document, dict):
         raise Unavailable(f"Secret {where}: key {KUBECONFIG_KEY!r} is not a kubeconfig")
     refuse_outside_credentials(document, where)

@@ -1041,7 +1041,7 @@ def _remote_deletion(
             {
                 "type": "Normal",
                 "reason": c.EVENT_REMOTE_CHILDREN_SWEPT,
-                "message": f'Deleting the {len(sweep)} objects of {name} on target cluster '
+                "message": f"Deleting the {len(sweep)} objects of {name} on target cluster "
                 f'"{target}"; releasing the finalizers',
             }
         )

@@ -167,9 +167,7 @@ def decide_backend_pass(
                 str(target_cluster["error"]),
             )
         ]
-        new_status = backend_status(
-            existing_status, conds, int(meta.get("generation") or 1), now
-        )
+        new_status = backend_status(existing_status, conds, int(meta.get("generation") or 1), now)
         return BackendPassResult(
             status=new_status,
             status_patch=status_patch(existing_status, new_status),

@@ -119,7 +119,10 @@ def gather_glance(
     (``client``), everything else where its children are (``children``)."""
     namespace = glance["metadata"]["namespace"]
     backends = client.list(pr.GROUP_VERSION, "GlanceBackend", namespace)
-    return {"backends": backends, **_gather_children(children, glance, backends, health_check, timeout)}
+    return {
+        "backends": backends,
+        **_gather_children(children, glance, backends, health_check, timeout),
+    }
 
 
 def _gather_children(
@@ -187,7 +190,9 @@ def gather_deleting(children: KubeClient, glance: dict, remote: bool) -> dict:
     return out
 
 
-def gather_backend(client: KubeClient, children: KubeClient, backend: dict, parent: dict | None) -> dict:
+def gather_backend(
+    client: KubeClient, children: KubeClient, backend: dict, parent: dict | None
+) -> dict:
     """A GlanceBackend's reads: the parent (read by the caller, where the Glance is), its
     credentials Secret, the parent's Deployment and the backends Secret it mounts, where
     the parent's children are."""
@@ -227,14 +232,19 @@ def _children_of(
         return client, None
     info: dict = {"name": name, "registration": tc.registration_name(name, p["clusters_namespace"])}
     try:
-        target = tc.resolve(client, name, p["clusters_namespace"], float(p.get("request_timeout") or 30.0))
+        target = tc.resolve(
+            client, name, p["clusters_namespace"], float(p.get("request_timeout") or 30.0)
+        )
     except tc.Unavailable as exc:
         return None, {**info, "error": str(exc)}
     return target.client, {**info, "server": target.client.connection.server, "error": None}
 
 
 def _unanswered(info: dict, exc: Exception) -> dict:
-    return {**info, "error": f'target cluster "{info["name"]}" ({info.get("server")}) does not answer: {exc}'}
+    return {
+        **info,
+        "error": f'target cluster "{info["name"]}" ({info.get("server")}) does not answer: {exc}',
+    }
 
 
 def gather(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -300,7 +310,9 @@ def _gather_glance_pass(client: KubeClient, glance: dict, p: Mapping[str, Any]) 
         return out
     try:
         if active:
-            out.update(gather_glance(client, children, glance, p["health_check"], p["health_timeout"]))
+            out.update(
+                gather_glance(client, children, glance, p["health_check"], p["health_timeout"])
+            )
         else:
             out.update(gather_deleting(children, glance, remote))
     except _ERRORS as exc:
@@ -392,7 +404,10 @@ def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
         if writes and p.get("target_cluster"):
             current = {"verb": "resolve", "kind": "target cluster", "name": p["target_cluster"]}
             children = tc.resolve(
-                client, p["target_cluster"], p["clusters_namespace"], float(p.get("request_timeout") or 30.0)
+                client,
+                p["target_cluster"],
+                p["clusters_namespace"],
+                float(p.get("request_timeout") or 30.0),
             ).client
         if patch is not None and p["finalizer"] == "add":
             current = finalizer
