@@ -173,6 +173,23 @@ def two_ready(node, ns: str = NAMESPACE) -> bool:
     return len(pods) == 2 and all(pod_ready(p) for p in pods)
 
 
+def wait_glance_ready(node, ns: str, what: str, say) -> None:
+    """Wait (10 min at most) for the Glance of ``ns`` to be Ready with two API pods Ready;
+    say how long it took, as ``[chaos] <what> Ready: <seconds>s``."""
+    started = time.monotonic()
+    wait_until(
+        f"{what} Ready",
+        lambda: (
+            conditions(get(node, "glance", GLANCE, "-n", ns)).get("Ready", {}).get("status")
+            == "True"
+            and two_ready(node, ns)
+        ),
+        600,
+        interval=2,
+    )
+    say(f"[chaos] {what} Ready: {time.monotonic() - started:.1f}s")
+
+
 def json_lines(text: str) -> list[dict[str, Any]]:
     out = []
     for line in text.splitlines():
@@ -250,18 +267,7 @@ def chaos_glance(node, operator, services, say):
     services.create_database("glance_chaos")
     node.kubectl("create", "namespace", NAMESPACE, check=False)
     apply(node, sample_documents(services, NAMESPACE, database="glance_chaos"))
-    started = time.monotonic()
-    wait_until(
-        "the chaos Glance Ready",
-        lambda: (
-            conditions(get(node, "glance", GLANCE, "-n", NAMESPACE)).get("Ready", {}).get("status")
-            == "True"
-            and two_ready(node)
-        ),
-        600,
-        interval=2,
-    )
-    say(f"[chaos] Glance (2 replicas, 2 stores) Ready: {time.monotonic() - started:.1f}s")
+    wait_glance_ready(node, NAMESPACE, "Glance (2 replicas, 2 stores)", say)
     service = get(node, "service", GLANCE, "-n", NAMESPACE)["spec"]["clusterIP"]
     yield f"http://{service}:9292"
     node.kubectl("delete", "namespace", NAMESPACE, "--timeout=300s", check=False)
@@ -736,22 +742,7 @@ def upgrade_glance(node, operator, services, shell, say, tmp_path_factory):
         second_bucket=upgrade.bucket,
     )
     apply(node, docs)
-    started = time.monotonic()
-    wait_until(
-        f"the {STEP.older} Glance Ready",
-        lambda: (
-            conditions(get(node, "glance", GLANCE, "-n", UPGRADE_NAMESPACE))
-            .get("Ready", {})
-            .get("status")
-            == "True"
-            and two_ready(node, UPGRADE_NAMESPACE)
-        ),
-        600,
-        interval=2,
-    )
-    say(
-        f"[chaos] Glance {STEP.older} (2 replicas, 2 stores) Ready: {time.monotonic() - started:.1f}s"
-    )
+    wait_glance_ready(node, UPGRADE_NAMESPACE, f"Glance {STEP.older} (2 replicas, 2 stores)", say)
     service = get(node, "service", GLANCE, "-n", UPGRADE_NAMESPACE)["spec"]["clusterIP"]
     client = {
         "url": f"http://{service}:9292",
@@ -847,20 +838,7 @@ def bounded_glance(node, services, say, tmp_path_factory, database: str, spec: d
         if doc["kind"] == "Glance":
             doc["spec"].update(spec)
     apply(node, docs)
-    started = time.monotonic()
-    wait_until(
-        "the bounded Glance Ready",
-        lambda: (
-            conditions(get(node, "glance", GLANCE, "-n", BOUNDS_NAMESPACE))
-            .get("Ready", {})
-            .get("status")
-            == "True"
-            and two_ready(node, BOUNDS_NAMESPACE)
-        ),
-        600,
-        interval=2,
-    )
-    say(f"[chaos] Glance {json.dumps(spec)} Ready: {time.monotonic() - started:.1f}s")
+    wait_glance_ready(node, BOUNDS_NAMESPACE, f"Glance {json.dumps(spec)}", say)
     return {
         "token": services.keystone_token("demo", DEMO_PASSWORD, "demo"),
         "sources": make_sources(tmp_path_factory.mktemp("bounds-load")),
