@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from kube_harness import ApiError
 from support.builders import BACKEND, GLANCE, patched
-from support.crd_rule_cases import RULES
+from support.crd_rule_cases import RULES, SCHEMA_CASES
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import openapi_schema
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import schema_and_cel
@@ -90,6 +90,20 @@ def test_api_server_and_offline_judge_agree_on_each_cel_rule(
     assert (path, message) in offline(kind, build(kind, bad), bad_old)
     refused = online(kube, kind, build(kind, bad), bad_old)
     assert any(path in cause and message in cause for cause in refused), refused
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "message", "good", "bad"), SCHEMA_CASES, ids=[c[1] for c in SCHEMA_CASES]
+)
+def test_api_server_and_offline_judge_agree_on_each_schema_case(
+    kube, kind, path, message, good, bad
+):
+    schema = openapi_schema.version_schema(CRDS[kind])
+    for patch, expected in ((good, []), (bad, [f"{path}: {message}"])):
+        obj = build(kind, patch)
+        stored = openapi_schema.apply_defaults(schema, obj)
+        assert [str(e) for e in schema_and_cel(schema, stored, None)] == expected
+        assert online(kube, kind, obj) == expected
 
 
 @pytest.mark.parametrize("kind", ["Glance", "GlanceBackend"])

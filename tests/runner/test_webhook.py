@@ -29,6 +29,7 @@ import pytest
 import yaml
 from support.builders import BACKEND, DELETE, GLANCE, patched
 from support.crd_rule_cases import RULES as CRD_RULES
+from support.crd_rule_cases import SCHEMA_CASES
 from support.fake_apiserver import FakeAPIServer
 from support.tls import make_server_tls
 from unit.test_glance_admission import CASES as GLANCE_RULE_CASES
@@ -338,6 +339,20 @@ def test_crd_rule_cases_are_judged_as_render_judges_them(
         else:
             assert not rule_hit
             assert verdict is not None
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "message", "good", "bad"), SCHEMA_CASES, ids=[c[1] for c in SCHEMA_CASES]
+)
+def test_schema_cases_are_denied_with_the_api_servers_cause(
+    webhook, kind, path, message, good, bad
+):
+    for patch, expected in ((good, []), (bad, [(path, message)])):
+        obj = patched(BASE[kind], patch)
+        response = webhook.validate(kind, obj)
+        assert_same_as_render(response, kind, obj, webhook.lookups.context())
+        causes = response.get("status", {}).get("details", {}).get("causes", [])
+        assert [(c.get("field"), c["message"]) for c in causes] == expected
 
 
 # --- every webhook rule of the unit tables ------------------------------------------------

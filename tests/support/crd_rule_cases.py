@@ -1,7 +1,9 @@
-"""One passing and one failing case for every CEL rule of both CRDs.
+"""One passing and one failing case for every CEL rule of both CRDs, and the schema's cases
+of the reference's invalid-CR corpus that no CEL rule decides.
 
-Shared by the offline tests (``tests/unit/test_crd_cel_rules.py``) and the tests against a
-real kube-apiserver (``tests/integration/``), so both judge the same inputs.
+Shared by the offline tests (``tests/unit/test_crd_cel_rules.py``), the webhook's
+(``tests/runner/test_webhook.py``) and the tests against a real kube-apiserver
+(``tests/integration/``), so all judge the same inputs.
 """
 
 from __future__ import annotations
@@ -175,6 +177,32 @@ RULES = [
         {"spec": {"staging": {"unbounded": True, "sizeLimit": "20Gi"}}},
         None,
     ),
+    # targetClusterRef: two rules on spec, one message. Each stored Glance is admissible, and
+    # each passing update changes another field of the spec.
+    (
+        "Glance",
+        "spec",
+        "targetClusterRef is immutable",  # added on update
+        {"spec": {"deployment": {"replicas": 5}}},
+        {"spec": {"targetClusterRef": {"name": "edge-1"}}},
+        ({}, {}),
+    ),
+    (
+        "Glance",
+        "spec",
+        "targetClusterRef is immutable",  # removed on update
+        {"spec": {"targetClusterRef": {"name": "edge-1"}, "deployment": {"replicas": 5}}},
+        {},
+        ({"spec": {"targetClusterRef": {"name": "edge-1"}}},) * 2,
+    ),
+    (
+        "Glance",
+        "spec",
+        "targetClusterRef is immutable",  # renamed on update
+        {"spec": {"targetClusterRef": {"name": "edge-1"}, "region": "RegionTwo"}},
+        {"spec": {"targetClusterRef": {"name": "edge-2"}}},
+        ({"spec": {"targetClusterRef": {"name": "edge-1"}}},) * 2,
+    ),
     (
         "GlanceBackend",
         "spec",
@@ -206,5 +234,18 @@ RULES = [
         {"spec": {"extraOptions": {"k" * 256: "v" * 1024}}},
         {"spec": {"extraOptions": {"k": "v" * 1025}}},
         None,
+    ),
+]
+
+# The reference's invalid-CR cases the CRD's OpenAPI schema refuses on create, before any CEL
+# rule and the webhook: (kind, field, the API server's message without the field, passing
+# patch, failing patch). The failing case earns this one error and no other.
+SCHEMA_CASES = [
+    (
+        "Glance",
+        "spec.targetClusterRef.name",
+        'Invalid value: "": spec.targetClusterRef.name in body should be at least 1 chars long',
+        {"spec": {"targetClusterRef": {"name": "edge-1"}}},
+        {"spec": {"targetClusterRef": {"name": ""}}},
     ),
 ]

@@ -1,14 +1,15 @@
 """Every CEL rule of both CRDs, read from the CRD files, judged both ways through ``admission.judge``.
 
 The table (tests/support/crd_rule_cases.py) must cover every rule in the CRDs: adding a rule without a passing and a
-failing case here fails ``test_every_crd_rule_has_a_case``.
+failing case here fails ``test_every_crd_rule_has_a_case``. The same file's schema cases (invalid-CR cases the OpenAPI
+schema refuses) are judged here too.
 """
 
 from __future__ import annotations
 
 import pytest
 from support.builders import BACKEND, GLANCE, patched
-from support.crd_rule_cases import RULES
+from support.crd_rule_cases import RULES, SCHEMA_CASES
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
     cel_validation,
@@ -47,6 +48,16 @@ def test_crd_rule_passes_and_fails_through_the_real_crd(kind, path, message, goo
     failing = _judge(kind, bad, bad_old)
     assert (path, message) in _cel_messages(failing), failing.messages()
     assert failing.stage == "schema" and not failing.allowed
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "message", "good", "bad"), SCHEMA_CASES, ids=[c[1] for c in SCHEMA_CASES]
+)
+def test_schema_case_passes_and_fails_through_the_real_crd(kind, path, message, good, bad):
+    assert _judge(kind, good, None).allowed
+    failing = _judge(kind, bad, None)
+    assert failing.stage == "schema"
+    assert failing.messages() == [f"{path}: {message}"]
 
 
 def test_every_crd_rule_has_a_case():

@@ -261,6 +261,17 @@ CASES = [
         {"secretStoreRef": {"kind": "SecretStore"}},
         ["spec.secretStoreRef.name: Required value: the store the Secrets come from"],
     ),
+    ("targetClusterRef", {"targetClusterRef": {"name": "edge-1"}}, []),
+    (
+        "targetClusterRef",
+        {"targetClusterRef": {"name": ""}},
+        ["spec.targetClusterRef.name: Required value: target cluster name must be set"],
+    ),
+    (
+        "targetClusterRef",
+        {"targetClusterRef": {}},
+        ["spec.targetClusterRef.name: Required value: target cluster name must be set"],
+    ),
     (
         "logging",
         {"logging": {"format": "xml"}},
@@ -795,6 +806,66 @@ def test_name_longer_than_43_is_refused_on_create_only():
     old = patched(GLANCE, {"metadata": {"name": name}})
     update = AdmissionContext(operation="UPDATE", old=old)
     assert errors_of({}, meta={"name": name}, ctx=update) == []
+
+
+TARGET = {"targetClusterRef": {"name": "edge-1"}}
+ADDED_OR_REMOVED = (
+    "targetClusterRef is immutable (adding or removing it after creation is not permitted)"
+)
+RENAMED = (
+    "targetClusterRef is immutable (the children already exist on the previously named cluster)"
+)
+
+
+@pytest.mark.parametrize(
+    ("stored", "spec_patch", "expected"),
+    [
+        pytest.param({}, {"deployment": {"replicas": 5}}, [], id="none-kept"),
+        pytest.param(TARGET, dict(TARGET, deployment={"replicas": 5}), [], id="kept"),
+        pytest.param(
+            {},
+            TARGET,
+            [f'spec.targetClusterRef: Invalid value: "object": {ADDED_OR_REMOVED}'],
+            id="added",
+        ),
+        pytest.param(
+            TARGET,
+            {},
+            [f'spec.targetClusterRef: Invalid value: "null": {ADDED_OR_REMOVED}'],
+            id="removed",
+        ),
+        pytest.param(
+            TARGET,
+            {"targetClusterRef": {"name": "edge-2"}},
+            [f'spec.targetClusterRef.name: Invalid value: "edge-2": {RENAMED}'],
+            id="renamed",
+        ),
+    ],
+)
+def test_target_cluster_ref_is_immutable_on_update_only(stored, spec_patch, expected):
+    update = AdmissionContext(operation="UPDATE", old=patched(GLANCE, {"spec": stored}))
+    assert errors_of(spec_patch, ctx=update) == expected
+    assert errors_of(spec_patch) == []  # a create has nothing to keep
+
+
+def test_an_update_that_keeps_the_target_cluster_ref_is_admitted_by_the_whole_judge():
+    stored = patched(GLANCE, {"spec": TARGET})
+    changed = patched(stored, {"spec": {"deployment": {"replicas": 5}, "region": "RegionTwo"}})
+    verdict = full_judge(
+        load_crds()["Glance"], changed, AdmissionContext(operation="UPDATE", old=stored)
+    )
+    assert verdict.allowed and verdict.stage == "webhook", verdict.messages()
+    assert verdict.object["spec"]["targetClusterRef"] == {"name": "edge-1"}
+
+
+def test_on_a_cluster_the_crd_refuses_a_moved_target_before_the_webhook_sees_it():
+    stored = patched(GLANCE, {"spec": TARGET})
+    moved = patched(GLANCE, {"spec": {"targetClusterRef": {"name": "edge-2"}}})
+    verdict = full_judge(
+        load_crds()["Glance"], moved, AdmissionContext(operation="UPDATE", old=stored)
+    )
+    assert verdict.stage == "schema"
+    assert verdict.messages() == ['spec: Invalid value: "object": targetClusterRef is immutable']
 
 
 CATALOG = {

@@ -23,6 +23,12 @@ SCHEMA = {
             "properties": {
                 "release": {"type": "string", "pattern": r"^\d{4}\.[12]$"},
                 "name": {"type": "string", "minLength": 1, "maxLength": 8},
+                "cluster": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 8,
+                    "pattern": "^[a-z]+$",
+                },
                 "replicas": {"type": "integer", "format": "int32", "minimum": 1, "default": 3},
                 "port": {"type": "integer", "minimum": 1, "maximum": 65535},
                 "format": {"type": "string", "enum": ["text", "json"], "default": "text"},
@@ -125,6 +131,21 @@ def messages(errors):
         (
             {"release": "2026.1", "name": "ninechars"},
             ["spec.name: Too long: may not be more than 8 bytes"],
+        ),
+        # A string's checks stop at the first failure, maxLength, minLength, then pattern.
+        (
+            {"release": "2026.1", "cluster": ""},
+            [
+                'spec.cluster: Invalid value: "": spec.cluster in body should be at least 1 chars long'
+            ],
+        ),
+        (
+            {"release": "2026.1", "cluster": "NINECHARS"},
+            ["spec.cluster: Too long: may not be more than 8 bytes"],
+        ),
+        (
+            {"release": "2026.1", "cluster": "Edge"},
+            ["spec.cluster: Invalid value: \"Edge\": spec.cluster in body should match '^[a-z]+$'"],
         ),
         (
             {"release": "2026.1", "hosts": ["a", "b", "c"]},

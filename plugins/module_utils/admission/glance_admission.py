@@ -263,6 +263,14 @@ def check_secret_store_ref(spec, ctx, meta) -> Iterable[fe.FieldError]:
         yield fe.not_supported("spec.secretStoreRef.kind", kind, list(SECRET_STORE_KINDS))
 
 
+def check_target_cluster_ref(spec, ctx, meta) -> Iterable[fe.FieldError]:
+    """The reference's rule: a name when the ref is set (unset: this cluster). The name's
+    DNS-1123 form and its minimum length are the schema's."""
+    ref = spec.get("targetClusterRef")
+    if ref is not None and not ref.get("name"):
+        yield fe.required("spec.targetClusterRef.name", "target cluster name must be set")
+
+
 def check_keystone_endpoints(spec, ctx, meta) -> Iterable[fe.FieldError]:
     endpoint = spec.get("keystoneEndpoint")
     if not endpoint:
@@ -678,6 +686,33 @@ def check_name_length(spec, ctx, meta) -> Iterable[fe.FieldError]:
         )
 
 
+# The CRD's transition rules say "targetClusterRef is immutable"; the webhook adds why.
+TARGET_ADDED_OR_REMOVED = (
+    "targetClusterRef is immutable (adding or removing it after creation is not permitted)"
+)
+TARGET_RENAMED = (
+    "targetClusterRef is immutable (the children already exist on the previously named cluster)"
+)
+
+
+def check_target_cluster_ref_unchanged(spec, ctx, meta) -> Iterable[fe.FieldError]:
+    """Update only: the ref stays as created, neither added, removed nor renamed.
+
+    The webhook's copy of the CRD's two transition rules on ``spec``, worded as the
+    reference webhook words them, for an object that bypassed them: the children already
+    live on the cluster the stored object names.
+    """
+    if not ctx.is_update:
+        return
+    ref = spec.get("targetClusterRef")
+    old_ref = ((ctx.old or {}).get("spec") or {}).get("targetClusterRef")
+    if (ref is None) != (old_ref is None):
+        value = None if ref is None else "object"
+        yield fe.invalid("spec.targetClusterRef", value, TARGET_ADDED_OR_REMOVED)
+    elif ref is not None and ref.get("name") != old_ref.get("name"):
+        yield fe.invalid("spec.targetClusterRef.name", _echo(ref.get("name")), TARGET_RENAMED)
+
+
 def _catalog_inputs(spec: Mapping[str, Any]) -> tuple:
     sections = sorted(p.get("configSection", "") for p in spec.get("plugins") or [])
     return (spec.get("extraConfig") or {}, spec.get("openStackRelease"), sections)
@@ -704,11 +739,13 @@ def check_option_catalog(spec, ctx, meta) -> tuple[list[fe.FieldError], list[str
 
 GLANCE_RULES: tuple[Callable[..., Iterable[fe.FieldError]], ...] = (
     check_name_length,
+    check_target_cluster_ref_unchanged,
     check_replicas,
     check_image,
     check_database,
     check_cache,
     check_secret_store_ref,
+    check_target_cluster_ref,
     check_keystone_endpoints,
     check_logging,
     check_termination,

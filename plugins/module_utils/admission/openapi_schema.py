@@ -213,12 +213,14 @@ def _validate_value(schema: dict[str, Any], value: Any, path: str, out: list) ->
     if "enum" in schema and value not in schema["enum"]:
         out.append(fe.not_supported(path, value, schema["enum"], fe.ORIGIN_SCHEMA))
     if isinstance(value, str):
+        # kube-openapi's string validator stops at the first of maxLength, minLength and
+        # pattern that fails: an empty name of a patterned field is only "too short".
         if "maxLength" in schema and len(value.encode()) > schema["maxLength"]:
             out.append(fe.too_long(path, schema["maxLength"], fe.ORIGIN_SCHEMA))
-        if "minLength" in schema and len(value) < schema["minLength"]:
+        elif "minLength" in schema and len(value) < schema["minLength"]:
             detail = f"should be at least {schema['minLength']} chars long"
             out.append(_schema_error(path, value, detail))
-        if "pattern" in schema and not re.search(schema["pattern"], value):
+        elif "pattern" in schema and not re.search(schema["pattern"], value):
             out.append(_schema_error(path, value, f"should match '{schema['pattern']}'"))
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema:
