@@ -638,6 +638,62 @@ def test_the_deletion_pass_runs_then_the_runner_releases_the_finalizer():
     assert result.requeue == ctl.Requeue(ctl.FORGET, None, RESULT_SUCCESS)  # no periodic pass
 
 
+ASKS_NOTHING = {"event": "playbook_on_stats", "event_data": {"ok": {"localhost": 1}}}
+"""The recap of a pass that set no ``requeue_after``."""
+
+
+def test_a_deletion_pass_that_asks_to_come_back_keeps_the_finalizer():
+    """A managed-database Glance's deletion pass (FinalizingDatabase) asks for 30 s: it is
+    not done, so the runner leaves the finalizer, forgets nothing, and comes back then."""
+    released: list[ObjectKey] = []
+    client = StubClient(deleting())
+    finalizing = run_outcome([recap(30)])  # the pass's set_stats, as the playbook says it
+    result = Reconciler(
+        GLANCE_WATCH, client, StubPlaybook(finalizing), 36000.0, on_released=released.append
+    ).reconcile(KEY, threading.Event())
+    assert client.patches == []
+    assert client.objects[("openstack", "glance")]["metadata"]["finalizers"] == [
+        FINALIZER,
+        "other",
+    ]
+    assert released == []  # the metric series stay while the Glance does
+    assert result.ran_pass
+    assert result.requeue == ctl.Requeue(ctl.AFTER, 30.0, RESULT_REQUEUE_AFTER)
+
+
+def test_a_deletion_pass_that_asks_to_come_back_at_once_keeps_the_finalizer():
+    client = StubClient(deleting())
+    result = reconcile(client, StubPlaybook(run_outcome([recap(0)])))
+    assert client.patches == []
+    assert result.requeue == ctl.Requeue(ctl.RATE_LIMITED, None, RESULT_REQUEUE)
+
+
+def test_a_deletion_pass_that_asks_nothing_is_done_and_the_finalizer_released():
+    released: list[ObjectKey] = []
+    client = StubClient(deleting())
+    result = Reconciler(
+        GLANCE_WATCH,
+        client,
+        StubPlaybook(run_outcome([ASKS_NOTHING])),
+        36000.0,
+        on_released=released.append,
+    ).reconcile(KEY, threading.Event())
+    assert client.patches == [{"metadata": {"finalizers": ["other"], "resourceVersion": "10"}}]
+    assert released == [KEY]
+    assert result.requeue == ctl.Requeue(ctl.FORGET, None, RESULT_SUCCESS)
+
+
+def test_the_deletion_pass_that_asked_to_wait_releases_on_the_pass_that_asks_nothing():
+    """Waiting, then done: the first deletion pass asks for 30 s and keeps the finalizer;
+    the next asks nothing and the runner releases it (the object goes)."""
+    client = StubClient(glance(deletionTimestamp=DELETING, finalizers=[FINALIZER]))
+    waiting = reconcile(client, StubPlaybook(run_outcome([recap(30)])))
+    assert waiting.requeue.how == ctl.AFTER and client.objects
+    done = reconcile(client, StubPlaybook(run_outcome([ASKS_NOTHING])))
+    assert done.requeue.result == RESULT_SUCCESS
+    assert client.objects == {}  # the last finalizer gone: the object with it
+
+
 def test_the_release_tolerates_a_playbook_that_released_it_already():
     client = StubClient(deleting())
 
