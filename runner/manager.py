@@ -63,7 +63,7 @@ from runner.kube.workqueue import (
     default_rate_limiter,
 )
 from runner.logs import Log
-from runner.passes.extravars import RunOutcome
+from runner.passes.extravars import CLUSTERS_NAMESPACE, RunOutcome
 from runner.passes.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.passes.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
 from runner.passes.warm import WarmServer
@@ -135,7 +135,11 @@ class Manager:
                 log=Log("warm"),
             )
         self.executor = PlaybookRunner(
-            settings.runner_dir or DEFAULT_PARENT, envvars, settings.ansible_verbosity, self.environ
+            settings.runner_dir or DEFAULT_PARENT,
+            envvars,
+            settings.ansible_verbosity,
+            self.environ,
+            runner_vars={CLUSTERS_NAMESPACE: settings.clusters_namespace},
         )  # its root is set when the runner dir is claimed (run)
         self.slots = PassSlots(settings.max_concurrent_reconciles)
         self.db_jobs = DbJobCounter(self.metrics)
