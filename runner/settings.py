@@ -88,6 +88,8 @@ class Settings:
     dependent_label_selector: str
     log_level: str
     warm_passes: bool = True
+    """Passes through the warm fork server (``runner/passes/warm.py``); false: a cold
+    ``ansible-playbook`` per pass."""
     webhook_cert_secret: str | None = None
     """The Secret (in the operator's namespace) where the operator keeps the webhook's CA
     and serving certificate, made and renewed by itself (``runner.endpoints.webhook_certs``);
@@ -98,9 +100,8 @@ class Settings:
     validating_webhook_configuration: str = ""
     clusters_namespace: str = DEFAULT_CLUSTERS_NAMESPACE
     """Where target clusters' kubeconfig Secrets are (``--clusters-namespace``); every pass
-    gets it as ``clusters_namespace``. Empty: target clusters are off."""
-    """Passes through the warm fork server (``runner/passes/warm.py``); false: a cold
-    ``ansible-playbook`` per pass."""
+    gets it as ``clusters_namespace``, and the runner watches its registration Secrets.
+    Empty: target clusters are off."""
 
 
 def cpu_limit(
