@@ -36,6 +36,19 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
   ``Watches(Deployment, EnqueueRequestsFromMapFunc)`` of the GlanceBackend controller,
   which ansible-operator has no ``watches.yaml`` field for.
 
+* **a target cluster's registration Secret** (a Secret of the clusters namespace,
+  ``--clusters-namespace``, labelled ``sigs.k8s.io/multicluster-runtime-kubeconfig=true``:
+  the kubeconfig of the cluster it is named after, reference-spec §2.11) wakes every
+  Glance whose ``spec.targetClusterRef.name`` is its name, in every watched namespace,
+  when it is created, deleted (or loses the label), or its data changes
+  (:func:`registration_change`, :func:`target_cluster_keys`). A Glance waiting for its
+  cluster to be registered, or to answer with a new kubeconfig, sees it at once instead
+  of at its next requeue. This is a ``Watches(Secret, EnqueueRequestsFromMapFunc)`` of the
+  Glance controller on a label-selected informer of that one namespace
+  (:func:`registrations_namespace`), so no other Secret is cached. GlanceBackends are not
+  woken: no Glance event wakes them (their parent's Deployment does, above), and a
+  parent's pass that changes what they read changes that Deployment.
+
 Dependent objects are cached in compact form (:func:`compact_dependent`: identity, owner
 references, a digest of everything the predicate compares and the readiness), as
 client-go's informer transforms allow, so the runner never holds the data of the Secrets
@@ -75,6 +88,20 @@ PARENT_KINDS: Mapping[tuple[str, str], str] = {
     ("glance.openstack.c5c3.io", "GlanceBackend"): "Glance"
 }
 """A watched kind whose events also wake an object of another watched kind: the parent."""
+
+TARGET_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("glance.openstack.c5c3.io", "Glance")}
+)
+"""The watched kinds whose ``spec.targetClusterRef.name`` names a target cluster: a change
+of that cluster's registration Secret wakes them."""
+
+REGISTRATION_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+"""The label of a target cluster's kubeconfig Secret (multicluster-runtime's kubeconfig
+provider, which the reference operator uses)."""
+REGISTRATION_SELECTOR = f"{REGISTRATION_LABEL}=true"
+"""The label selector of the registration Secrets' informer."""
+TARGET_CLUSTER = "target cluster's"
+"""The relation of a wake by a registration Secret (:func:`event_reason`)."""
 
 
 def group_of(api_version: str) -> str:
@@ -287,6 +314,85 @@ def child_keys(
     return keys
 
 
+# -- target clusters -----------------------------------------------------------------------
+
+
+def registrations_namespace(
+    clusters_namespace: str,
+    watch_namespaces: Iterable[str],
+    watched: Mapping[tuple[str, str], Watch],
+) -> str | None:
+    """The namespace whose registration Secrets the runner watches, or None: none when
+    target clusters are off (``--clusters-namespace=``), when no watched kind names a target
+    cluster, or when the runner watches some namespaces only (``--watch-namespace``, the
+    namespace-scoped install, whose RBAC reaches no other) and the clusters namespace is
+    not one of them."""
+    if not clusters_namespace or not TARGET_CLUSTER_KINDS & set(watched):
+        return None
+    namespaces = set(watch_namespaces)
+    if namespaces and clusters_namespace not in namespaces:
+        return None
+    return clusters_namespace
+
+
+def compact_registration(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The informer's cache entry of a registration Secret (its transform): identity and a
+    digest of its ``type`` and ``data``, never the kubeconfig itself."""
+    meta = _meta(obj)
+    body = {"type": obj.get("type"), "data": obj.get("data") or {}}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            name: meta[name]
+            for name in ("name", "namespace", "uid", "resourceVersion")
+            if name in meta
+        },
+        "digest": hashlib.sha256(text.encode()).hexdigest(),
+    }
+
+
+def registration_change(
+    event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> bool:
+    """Whether a registration Secret's event (compact entries) changes the cluster its
+    Glances write to: created, deleted (or no longer labelled: the label-selected watch
+    says DELETED), recreated, or its data changed. A label or annotation edit that keeps it
+    registered changes nothing a pass reads."""
+    if event in (ADDED, DELETED) or new is None or old is None:
+        return True
+    if _meta(old).get("uid") != _meta(new).get("uid"):
+        return True
+    return old.get("digest") != new.get("digest")
+
+
+def target_cluster_name(obj: Mapping[str, Any]) -> str:
+    """``spec.targetClusterRef.name`` of a Glance; ``""`` without one."""
+    return str((((obj or {}).get("spec") or {}).get("targetClusterRef") or {}).get("name") or "")
+
+
+def target_cluster_keys(
+    cluster: str,
+    watched: Mapping[tuple[str, str], Watch],
+    objects: Iterable[Mapping[str, Any]],
+) -> list[ObjectKey]:
+    """The keys of ``objects`` (of the watched :data:`TARGET_CLUSTER_KINDS`, any namespace)
+    whose ``spec.targetClusterRef.name`` is ``cluster``."""
+    keys: list[ObjectKey] = []
+    if not cluster:
+        return keys
+    for obj in objects:
+        group = group_of(str(obj.get("apiVersion") or ""))
+        kind = str(obj.get("kind") or "")
+        if (group, kind) not in TARGET_CLUSTER_KINDS or (group, kind) not in watched:
+            continue
+        if target_cluster_name(obj) == cluster:
+            meta = _meta(obj)
+            keys.append(ObjectKey(group, kind, meta.get("namespace", ""), meta["name"]))
+    return list(dict.fromkeys(keys))
+
+
 CHANGED = "changed"
 """A dependent's update the predicate passes: something besides its status changed."""
 READINESS = "readiness"
@@ -446,10 +552,11 @@ WOKEN_BY_PERIOD = "reconcile_period"
 def event_reason(source_kind: str, event: str, relation: str = "", detail: str = "") -> str:
     """Why an event wakes a key, as ``woken_by`` shows it: the event, the kind it came from,
     the relation (``child``: a parent woken by its child; ``dependent``: an owner by what it
-    owns; ``parent's``: a child by its parent's dependent) and what changed
-    (``readiness``, ``changed``, ``mounts``): ``MODIFIED Glance``, ``child ADDED
-    GlanceBackend``, ``dependent MODIFIED Job readiness``, ``parent's ADDED Deployment
-    mounts``."""
+    owns; ``parent's``: a child by its parent's dependent; :data:`TARGET_CLUSTER`: a
+    Glance by its cluster's registration Secret) and what changed (``readiness``,
+    ``changed``, ``mounts``): ``MODIFIED Glance``, ``child ADDED GlanceBackend``,
+    ``dependent MODIFIED Job readiness``, ``parent's ADDED Deployment mounts``, ``target
+    cluster's MODIFIED Secret``."""
     return " ".join(part for part in (relation, event, source_kind, detail) if part)
 
 

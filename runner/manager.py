@@ -11,7 +11,9 @@ the waiting pass of the highest priority (``runner.kube.workqueue.PassSlots``): 
 events asked for before the polls.
 
 **Informers** feed the queues: one per watched kind and one per dependent
-kind (filtered by ``--dependent-label-selector``), in each watched namespace or cluster-wide;
+kind (filtered by ``--dependent-label-selector``), in each watched namespace or cluster-wide,
+and one of the target clusters' registration Secrets in the clusters namespace
+(``--clusters-namespace``, by their label; none when it is empty or not watched);
 ``runner.controller`` decides which event wakes which key.
 
 Life of the process:
@@ -63,7 +65,7 @@ from runner.kube.workqueue import (
     default_rate_limiter,
 )
 from runner.logs import Log
-from runner.passes.extravars import RunOutcome
+from runner.passes.extravars import CLUSTERS_NAMESPACE, RunOutcome
 from runner.passes.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.passes.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
 from runner.passes.warm import WarmServer
@@ -109,6 +111,11 @@ class Manager:
         self.informers: list[Informer] = []
         self.child_informers: list[Informer] = []
         """The informers of the kinds that have a parent (``controller.PARENT_KINDS``)."""
+        self.target_cluster_informers: list[Informer] = []
+        """The informers of the kinds that name a target cluster
+        (``controller.TARGET_CLUSTER_KINDS``): what a registration Secret's event wakes."""
+        self.registrations: Informer | None = None
+        """The informer of the target clusters' registration Secrets, when there is one."""
         self.elector: LeaderElector | None = None
         self.servers: list[EndpointServer] = []
         self.webhook: Any = None
@@ -135,7 +142,11 @@ class Manager:
                 log=Log("warm"),
             )
         self.executor = PlaybookRunner(
-            settings.runner_dir or DEFAULT_PARENT, envvars, settings.ansible_verbosity, self.environ
+            settings.runner_dir or DEFAULT_PARENT,
+            envvars,
+            settings.ansible_verbosity,
+            self.environ,
+            runner_vars={CLUSTERS_NAMESPACE: settings.clusters_namespace},
         )  # its root is set when the runner dir is claimed (run)
         self.slots = PassSlots(settings.max_concurrent_reconciles)
         self.db_jobs = DbJobCounter(self.metrics)
@@ -369,7 +380,10 @@ class Manager:
                     primary.handler = self._glance_handler(watch, primary)
                 if (watch.gvk.group, watch.gvk.kind) in ctl.PARENT_KINDS:
                     self.child_informers.append(primary)
+                if (watch.gvk.group, watch.gvk.kind) in ctl.TARGET_CLUSTER_KINDS:
+                    self.target_cluster_informers.append(primary)
                 self.informers.append(primary)
+        self._watch_registrations()
         for api_version, kind in ctl.dependent_kinds(self.watches):
             try:
                 served = self.client.serves(api_version, kind)
@@ -425,6 +439,39 @@ class Manager:
                 "controller started", controller=controller.name, workers=controller.concurrency
             )
         self._workers_started = True
+
+    def _watch_registrations(self) -> None:
+        """The informer of the target clusters' registration Secrets: the clusters
+        namespace's Secrets with the registration label, compact (no kubeconfig is kept),
+        when ``controller.registrations_namespace`` says there is one to watch."""
+        settings = self.settings
+        namespace = ctl.registrations_namespace(
+            settings.clusters_namespace, settings.watch_namespaces, self.watched
+        )
+        if namespace is None:
+            if settings.clusters_namespace and ctl.TARGET_CLUSTER_KINDS & set(self.watched):
+                log.info(
+                    "target cluster registrations not watched: the clusters namespace is "
+                    "not a watched namespace",
+                    clusters_namespace=settings.clusters_namespace,
+                    namespaces=list(settings.watch_namespaces),
+                )
+            return
+        self.registrations = Informer(
+            self.client,
+            "v1",
+            "Secret",
+            namespace,
+            self._registration_handler,
+            label_selector=ctl.REGISTRATION_SELECTOR,
+            transform=ctl.compact_registration,
+        )
+        self.informers.append(self.registrations)
+        log.info(
+            "watching target cluster registrations",
+            namespace=namespace,
+            label_selector=ctl.REGISTRATION_SELECTOR,
+        )
 
     # -- events ----------------------------------------------------------------------------
     def _enqueue(self, key: ObjectKey, reason: str, source: dict | None) -> None:
@@ -489,6 +536,18 @@ class Manager:
             for owner in keys:
                 for key in ctl.child_keys(owner, self.watched, children):
                     self._enqueue(key, reason, source)
+
+    def _registration_handler(self, event: str, new: dict | None, old: dict | None) -> None:
+        """A registration Secret created, deleted or changed wakes the Glances that name
+        its cluster (``spec.targetClusterRef.name``), from the Glance informers' caches."""
+        if not ctl.registration_change(event, new, old):
+            return
+        source = new if new is not None else old
+        cluster = str(((source or {}).get("metadata") or {}).get("name") or "")
+        objects = [item for informer in self.target_cluster_informers for item in informer.items()]
+        reason = ctl.event_reason("Secret", event, ctl.TARGET_CLUSTER)
+        for key in ctl.target_cluster_keys(cluster, self.watched, objects):
+            self._enqueue(key, reason, source)
 
     def _job_handler(self, informer: Informer):
         """A Job informer's handler: count db-sync and db-purge Jobs, then the usual."""

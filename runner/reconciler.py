@@ -12,11 +12,17 @@ playbooks write their own status, ``manageStatus: false``):
    The Glance pass adds the finalizer itself when it is missing; after the runner's add
    it finds it there and goes on, so one pass does what took two;
 3. **run** the playbook (a deletion pass gets the finalizer's vars, ``glance_finalizing``);
-4. **release** after a successful deletion pass: read the object again and remove the
-   finalizer if it is still listed. Our playbook has released it already, and the object
-   is usually gone: both are fine. A conflict is retried with a fresh read. Then
-   ``on_released`` (the manager drops the object's metric series; ``on_gone`` does too
-   when a read finds the object gone);
+4. **release** after a successful deletion pass that asked for no requeue: read the
+   object again and remove the finalizer if it is still listed. Our playbook has
+   released it already, and the object is usually gone: both are fine. A conflict is
+   retried with a fresh read. Then ``on_released`` (the manager drops the object's metric
+   series; ``on_gone`` does too when a read finds the object gone). A deletion pass that
+   asks to come back (``requeue_after``, or ``requeue_after: 0``) is not done: a managed
+   database Glance waiting for its Database, User and Grant to go (``FinalizingDatabase``,
+   30 s), or one waiting for its target cluster. The finalizer stays, and the pass runs
+   again when asked; the playbook releases the finalizer itself when it is done.
+   ansible-operator removes it after every successful deletion pass, which here would let
+   the object go before what the finalizer guards is cleaned up;
 5. **decide** what follows (``controller.after_pass``).
 
 Any API error on the way is an error result: backoff, as controller-runtime does with a
@@ -42,6 +48,12 @@ from runner.passes.extravars import RunOutcome
 RELEASE_ATTEMPTS = 3
 
 log = Log("reconciler")
+
+
+def wants_requeue(outcome: RunOutcome) -> bool:
+    """Whether a pass asked to come back: ``requeue_after`` of N seconds, or 0 (at once).
+    A deletion pass that asks is not done, and keeps its finalizer."""
+    return outcome.requeue_after is not None or outcome.requeue
 
 
 class PassExecutor(Protocol):
@@ -131,7 +143,7 @@ class Reconciler:
             log.warning("pass abandoned", seconds=round(run.seconds, 3), **fields)
             return ABANDONED
         outcome: RunOutcome = run.outcome
-        if outcome.succeeded and finalizing:
+        if outcome.succeeded and finalizing and not wants_requeue(outcome):
             try:
                 self._release(key)
             except (ApiError, OSError) as error:
@@ -139,6 +151,12 @@ class Reconciler:
                 return Reconciled(controller.ERROR, ran_pass=True)
             if self.on_released is not None:
                 self.on_released(key)
+        elif outcome.succeeded and finalizing:
+            log.debug(
+                "finalizer kept: the deletion pass asked to come back",
+                finalizer=self.watch.finalizer.name,
+                **fields,
+            )
         requeue = controller.after_pass(outcome, 0.0 if finalizing else period)
         self._log_outcome(run, requeue, fields)
         return Reconciled(requeue, ran_pass=True)

@@ -8,6 +8,10 @@ See ``docs/runner.md`` for the table.
 Durations are Go durations (``15s``, ``1m30s``, ``10h``) or plain seconds. A bind address is
 ``host:port``; an empty host listens on every interface (``:8080``), port 0 picks a free
 port, and ``0`` alone turns the listener off (controller-runtime's convention).
+
+An environment variable set to the empty string counts as unset: the default applies. A
+setting whose empty value means something (``--clusters-namespace=``: no target clusters,
+``--dependent-label-selector=``: every object) is given that value as a flag.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +39,11 @@ DEFAULT_DEPENDENT_SELECTOR = "app.kubernetes.io/managed-by=glance-operator"
 """The label every object a Glance pass writes carries: dependents are watched through it,
 so the runner never caches the cluster's other Secrets and ConfigMaps."""
 DEFAULT_LEADER_ELECTION_ID = "c5c3-glance-operator"
+DEFAULT_CLUSTERS_NAMESPACE = "c5c3-clusters"
+"""Where target clusters are registered (reference-spec §2.11, the reference operator's
+``--clusters-namespace``): a kubeconfig Secret per cluster, named like it. Empty: no
+target clusters (the namespace-scoped install, which cannot read another namespace)."""
+_NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class SettingsError(ValueError):
@@ -78,6 +88,8 @@ class Settings:
     dependent_label_selector: str
     log_level: str
     warm_passes: bool = True
+    """Passes through the warm fork server (``runner/passes/warm.py``); false: a cold
+    ``ansible-playbook`` per pass."""
     webhook_cert_secret: str | None = None
     """The Secret (in the operator's namespace) where the operator keeps the webhook's CA
     and serving certificate, made and renewed by itself (``runner.endpoints.webhook_certs``);
@@ -86,8 +98,10 @@ class Settings:
     webhook_service: str = ""
     mutating_webhook_configuration: str = ""
     validating_webhook_configuration: str = ""
-    """Passes through the warm fork server (``runner/passes/warm.py``); false: a cold
-    ``ansible-playbook`` per pass."""
+    clusters_namespace: str = DEFAULT_CLUSTERS_NAMESPACE
+    """Where target clusters' kubeconfig Secrets are (``--clusters-namespace``); every pass
+    gets it as ``clusters_namespace``, and the runner watches its registration Secrets.
+    Empty: target clusters are off."""
 
 
 def cpu_limit(
@@ -323,6 +337,13 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         DEFAULT_DEPENDENT_SELECTOR,
         "label selector of the owned objects the runner watches; empty: every object",
     ),
+    (
+        "--clusters-namespace",
+        "CLUSTERS_NAMESPACE",
+        DEFAULT_CLUSTERS_NAMESPACE,
+        "the namespace of the target clusters' kubeconfig Secrets; empty "
+        "(--clusters-namespace=) turns target clusters off",
+    ),
     ("--log-level", "LOG_LEVEL", "info", "debug, info, warning or error"),
     (
         "--warm-passes",
@@ -406,6 +427,15 @@ def parse_settings(
                 f"{source['webhook_cert_secret']}: a self-managed webhook certificate also "
                 f"needs {', '.join(needed)}"
             )
+    clusters_namespace = text("clusters_namespace").strip()
+    if clusters_namespace and (
+        len(clusters_namespace) > 63 or not _NAMESPACE_NAME.fullmatch(clusters_namespace)
+    ):
+        raise SettingsError(
+            f"{source['clusters_namespace']}: {clusters_namespace!r} is not a namespace name "
+            "(at most 63 lower-case letters, digits and '-', starting and ending with a "
+            "letter or digit), nor empty"
+        )
     level = text("log_level").lower()
     if level not in ("debug", "info", "warning", "error"):
         raise SettingsError(
@@ -453,6 +483,7 @@ def parse_settings(
         webhook_service=text("webhook_service").strip(),
         mutating_webhook_configuration=text("mutating_webhook_configuration").strip(),
         validating_webhook_configuration=text("validating_webhook_configuration").strip(),
+        clusters_namespace=clusters_namespace,
     )
 
 

@@ -38,6 +38,11 @@ REQUEUE_AFTER_ACTIONS = frozenset({"operator_sdk.util.requeue_after", "requeue_a
 UNKNOWN_FAILURE = "unknown playbook failure"
 """ansible-operator's message for a failed task whose result has no ``msg``."""
 
+CLUSTERS_NAMESPACE = "clusters_namespace"
+"""The extra var holding the runner's ``--clusters-namespace`` (``""``: no target
+clusters), in every pass of every watch: where the target clusters' kubeconfig Secrets
+are (reference-spec §2.11)."""
+
 
 # -- extra vars ---------------------------------------------------------------------
 
@@ -61,7 +66,9 @@ def is_finalizer_run(watch: Watch, obj: Mapping[str, Any]) -> bool:
     )
 
 
-def extra_vars(watch: Watch, obj: Mapping[str, Any]) -> dict[str, Any]:
+def extra_vars(
+    watch: Watch, obj: Mapping[str, Any], runner_vars: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The extra vars of one pass for ``obj``, as ansible-operator's ``makeParameters``.
 
     In increasing precedence (a later key overrides an earlier one of the same name):
@@ -71,10 +78,15 @@ def extra_vars(watch: Watch, obj: Mapping[str, Any]) -> dict[str, Any]:
     2. ``ansible_operator_meta``: ``{name, namespace}``;
     3. ``_<group>_<kind>``: the whole object, and ``_<group>_<kind>_spec``: its spec
        unchanged (both with strings wrapped when ``markUnsafe``);
-    4. the watch's ``vars``; 5. the finalizer's ``vars`` on a deletion pass.
+    4. the watch's ``vars``; 5. the finalizer's ``vars`` on a deletion pass;
+    6. ``runner_vars``: what the runner's settings tell every pass (ours, not
+       ansible-operator's: :data:`CLUSTERS_NAMESPACE`). Last, so the pass and the
+       runner's own watches always agree on them: neither a spec key nor a watches.yaml
+       ``vars`` entry can point the pass at another clusters namespace than the one the
+       runner watches.
 
     An object without a spec mapping gets ``{}`` (how Secrets and ConfigMaps can be
-    watched). Nothing returned shares structure with ``obj`` or the watch.
+    watched). Nothing returned shares structure with ``obj``, the watch or ``runner_vars``.
     """
     spec = obj.get("spec")
     spec = copy.deepcopy(spec) if isinstance(spec, dict) else {}
@@ -93,6 +105,7 @@ def extra_vars(watch: Watch, obj: Mapping[str, Any]) -> dict[str, Any]:
     parameters.update(copy.deepcopy(dict(watch.vars)))
     if is_finalizer_run(watch, obj):
         parameters.update(copy.deepcopy(dict(watch.finalizer.vars)))
+    parameters.update(copy.deepcopy(dict(runner_vars or {})))
     return parameters
 
 

@@ -14,7 +14,8 @@ As ansible-operator runs it (``docs/research/ansible-operator-conventions.md`` Â
   lets ``env/envvars`` beat the ``envvars`` it is given), so a dir left by an earlier
   process (a restart with another ``KUBECONFIG``, or an explicit ``--runner-dir``) would
   otherwise decide the pass;
-* the extra vars of ``runner.passes.extravars.extra_vars``, an inventory of ``localhost`` with a
+* the extra vars of ``runner.passes.extravars.extra_vars`` (with the runner's own,
+  ``runner_vars``: ``clusters_namespace``), an inventory of ``localhost`` with a
   local connection and this Python, ``-v`` from ``runner.kube.watches.ansible_verbosity``;
 * the environment: the runner's own, plus ``KUBECONFIG``/``K8S_AUTH_KUBECONFIG`` naming the
   runner's kubeconfig when it has one (in the pod there is none: the modules use the
@@ -154,8 +155,12 @@ class PlaybookRunner:
         environ: Mapping[str, str] | None = None,
         kill_grace: float = KILL_GRACE,
         warm: WarmServer | None = None,
+        runner_vars: Mapping[str, Any] | None = None,
     ) -> None:
+        """``runner_vars``: the extra vars every pass gets from the runner's settings
+        (``runner.passes.extravars.extra_vars``, last in precedence)."""
         self.root = root
+        self.runner_vars = dict(runner_vars or {})
         self.envvars = dict(envvars)
         self.verbosity = verbosity
         self.environ = os.environ if environ is None else environ
@@ -193,7 +198,7 @@ class PlaybookRunner:
         options: dict[str, Any] = {
             "private_data_dir": str(directory),
             "ident": ident,
-            "extravars": extra_vars(watch, obj),
+            "extravars": extra_vars(watch, obj, self.runner_vars),
             "envvars": dict(self.envvars),  # ansible-runner adds to it for a role
             "inventory": {
                 "all": {

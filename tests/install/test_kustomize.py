@@ -129,6 +129,7 @@ RUNNER_ENV = {
     "HEALTH_PROBE_BIND_ADDRESS": ":8081",
     "WEBHOOK_PORT": "9443",
     "WEBHOOK_CERT_DIR": CERT_DIR,
+    "CLUSTERS_NAMESPACE": "c5c3-clusters",
     "HOME": "/tmp",
     "ANSIBLE_LOCAL_TEMP": "/tmp/ansible/tmp",
     "ANSIBLE_REMOTE_TEMP": "/tmp/ansible/tmp",
@@ -578,8 +579,13 @@ def test_the_namespaced_variant_grants_the_same_within_the_watched_namespace_onl
     assert rule_grants(role) == EXPECTED_MANAGER_RULES - CLUSTER_SCOPED_GRANTS
     cluster_roles = [o for o in objects if o["kind"] == "ClusterRole"]
     assert set().union(*(rule_grants(r) for r in cluster_roles)) == CLUSTER_SCOPED_GRANTS
-    env = {e["name"]: e.get("value") for e in manager_container(objects)["env"]}
+    container = manager_container(objects)
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["WATCH_NAMESPACE"] == WATCHED_NAMESPACE
+    # No target clusters: the Role cannot read another namespace's kubeconfig Secrets. An
+    # empty flag, as the reference chart renders it (an empty variable counts as unset).
+    assert container["args"] == [*RUNNER_ARGS, "--clusters-namespace="]
+    assert "CLUSTERS_NAMESPACE" not in env
     binding = only(objects, "RoleBinding", f"{PREFIX}manager-rolebinding")
     assert binding["metadata"]["namespace"] == WATCHED_NAMESPACE
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
@@ -587,6 +593,20 @@ def test_the_namespaced_variant_grants_the_same_within_the_watched_namespace_onl
             assert hook["namespaceSelector"] == {
                 "matchLabels": {"kubernetes.io/metadata.name": WATCHED_NAMESPACE}
             }, hook["name"]
+
+
+@pytest.mark.parametrize(
+    ("overlay", "clusters"), [("default", "c5c3-clusters"), ("namespaced", "")]
+)
+def test_the_runner_reads_the_clusters_namespace_the_overlay_means(overlay, clusters):
+    """What ``python -m runner`` makes of the manager's arguments and environment: target
+    clusters in ``c5c3-clusters``, or off in the namespace-scoped install."""
+    from runner.settings import parse_settings
+
+    container = manager_container(build(overlay))
+    environ = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    settings = parse_settings(container["args"], environ=environ, concurrency=1)
+    assert settings.clusters_namespace == clusters
 
 
 def test_the_namespaced_variant_differs_from_default_only_where_it_says():

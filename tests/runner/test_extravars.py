@@ -9,6 +9,7 @@ import pytest
 
 from runner.kube.watches import Finalizer, GroupVersionKind, Watch
 from runner.passes.extravars import (
+    CLUSTERS_NAMESPACE,
     FailedTask,
     PlaybookStats,
     RunOutcome,
@@ -272,6 +273,42 @@ def test_extra_vars_share_nothing_with_the_object_or_the_watch():
     variables["v"]["x"] = 2
     assert obj == GLANCE
     assert dict(watch.vars) == {"v": {"x": 1}}
+
+
+def test_the_runner_vars_reach_every_pass_and_come_last():
+    """``clusters_namespace`` (the runner's ``--clusters-namespace``) beats a spec key, a
+    watch var and a finalizer var of its name: the pass must look where the runner
+    watches."""
+    assert CLUSTERS_NAMESPACE == "clusters_namespace"
+    watch = Watch(
+        gvk=GLANCE_GVK,
+        snake_case_parameters=False,
+        mark_unsafe=True,
+        vars=MappingProxyType({CLUSTERS_NAMESPACE: "from-watches-yaml"}),
+        finalizer=Finalizer(
+            name=FINALIZER, vars=MappingProxyType({CLUSTERS_NAMESPACE: "from-finalizer"})
+        ),
+    )
+    obj = deleting(GLANCE, [FINALIZER])
+    obj["spec"][CLUSTERS_NAMESPACE] = "from-spec"
+    variables = extra_vars(watch, obj, {CLUSTERS_NAMESPACE: "c5c3-clusters"})
+    assert variables[CLUSTERS_NAMESPACE] == "c5c3-clusters"  # not marked unsafe either
+    assert variables["_glance_openstack_c5c3_io_glance_spec"][CLUSTERS_NAMESPACE] == unsafe(
+        "from-spec"
+    )
+    off = extra_vars(GLANCE_WATCH, GLANCE, {CLUSTERS_NAMESPACE: ""})
+    assert off[CLUSTERS_NAMESPACE] == ""  # target clusters off: said, not left out
+
+
+def test_without_runner_vars_the_vars_are_ansible_operators():
+    assert CLUSTERS_NAMESPACE not in extra_vars(GLANCE_WATCH, GLANCE)
+
+
+def test_extra_vars_share_nothing_with_the_runner_vars():
+    runner_vars = {CLUSTERS_NAMESPACE: "c5c3-clusters", "nested": {"x": 1}}
+    variables = extra_vars(GLANCE_WATCH, GLANCE, runner_vars)
+    variables["nested"]["x"] = 2
+    assert runner_vars["nested"] == {"x": 1}
 
 
 # -- reading a run ----------------------------------------------------------------------

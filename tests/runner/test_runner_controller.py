@@ -638,6 +638,62 @@ def test_the_deletion_pass_runs_then_the_runner_releases_the_finalizer():
     assert result.requeue == ctl.Requeue(ctl.FORGET, None, RESULT_SUCCESS)  # no periodic pass
 
 
+ASKS_NOTHING = {"event": "playbook_on_stats", "event_data": {"ok": {"localhost": 1}}}
+"""The recap of a pass that set no ``requeue_after``."""
+
+
+def test_a_deletion_pass_that_asks_to_come_back_keeps_the_finalizer():
+    """A managed-database Glance's deletion pass (FinalizingDatabase) asks for 30 s: it is
+    not done, so the runner leaves the finalizer, forgets nothing, and comes back then."""
+    released: list[ObjectKey] = []
+    client = StubClient(deleting())
+    finalizing = run_outcome([recap(30)])  # the pass's set_stats, as the playbook says it
+    result = Reconciler(
+        GLANCE_WATCH, client, StubPlaybook(finalizing), 36000.0, on_released=released.append
+    ).reconcile(KEY, threading.Event())
+    assert client.patches == []
+    assert client.objects[("openstack", "glance")]["metadata"]["finalizers"] == [
+        FINALIZER,
+        "other",
+    ]
+    assert released == []  # the metric series stay while the Glance does
+    assert result.ran_pass
+    assert result.requeue == ctl.Requeue(ctl.AFTER, 30.0, RESULT_REQUEUE_AFTER)
+
+
+def test_a_deletion_pass_that_asks_to_come_back_at_once_keeps_the_finalizer():
+    client = StubClient(deleting())
+    result = reconcile(client, StubPlaybook(run_outcome([recap(0)])))
+    assert client.patches == []
+    assert result.requeue == ctl.Requeue(ctl.RATE_LIMITED, None, RESULT_REQUEUE)
+
+
+def test_a_deletion_pass_that_asks_nothing_is_done_and_the_finalizer_released():
+    released: list[ObjectKey] = []
+    client = StubClient(deleting())
+    result = Reconciler(
+        GLANCE_WATCH,
+        client,
+        StubPlaybook(run_outcome([ASKS_NOTHING])),
+        36000.0,
+        on_released=released.append,
+    ).reconcile(KEY, threading.Event())
+    assert client.patches == [{"metadata": {"finalizers": ["other"], "resourceVersion": "10"}}]
+    assert released == [KEY]
+    assert result.requeue == ctl.Requeue(ctl.FORGET, None, RESULT_SUCCESS)
+
+
+def test_the_deletion_pass_that_asked_to_wait_releases_on_the_pass_that_asks_nothing():
+    """Waiting, then done: the first deletion pass asks for 30 s and keeps the finalizer;
+    the next asks nothing and the runner releases it (the object goes)."""
+    client = StubClient(glance(deletionTimestamp=DELETING, finalizers=[FINALIZER]))
+    waiting = reconcile(client, StubPlaybook(run_outcome([recap(30)])))
+    assert waiting.requeue.how == ctl.AFTER and client.objects
+    done = reconcile(client, StubPlaybook(run_outcome([ASKS_NOTHING])))
+    assert done.requeue.result == RESULT_SUCCESS
+    assert client.objects == {}  # the last finalizer gone: the object with it
+
+
 def test_the_release_tolerates_a_playbook_that_released_it_already():
     client = StubClient(deleting())
 
@@ -881,6 +937,154 @@ def test_a_look_again_is_queued_low_and_a_retry_high_and_passes_wait_at_that_pri
     ]
     # The pass asks for its slot at the priority its key was handed out with.
     assert controller.reconciler.executor.priority_of == queue.priority
+
+
+# -- target clusters: the registration Secrets -----------------------------------------------
+
+
+def registration(name: str = "cluster-a", data: str = "a2luZDogQ29uZmln", **meta: Any) -> dict:
+    """A target cluster's kubeconfig Secret in the clusters namespace, as the API sends it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {
+            "name": name,
+            "namespace": "c5c3-clusters",
+            "uid": f"uid-{name}",
+            "resourceVersion": "7",
+            "labels": {ctl.REGISTRATION_LABEL: "true"},
+            **meta,
+        },
+        "data": {"kubeconfig": data},
+    }
+
+
+def targeting(cluster: str | None, name: str = "glance", namespace: str = "openstack") -> dict:
+    obj = glance(name=name, namespace=namespace)
+    if cluster is not None:
+        obj["spec"]["targetClusterRef"] = {"name": cluster}
+    return obj
+
+
+def test_the_registrations_are_watched_in_the_clusters_namespace_unless_off_or_unwatched():
+    assert ctl.registrations_namespace("c5c3-clusters", (), WATCHED) == "c5c3-clusters"
+    assert ctl.registrations_namespace("", (), WATCHED) is None  # --clusters-namespace=
+    # The namespace-scoped install watches some namespaces only; its Role reaches no other.
+    assert ctl.registrations_namespace("c5c3-clusters", ("openstack",), WATCHED) is None
+    assert (
+        ctl.registrations_namespace("c5c3-clusters", ("openstack", "c5c3-clusters"), WATCHED)
+        == "c5c3-clusters"
+    )
+    backends_only = {k: w for k, w in WATCHED.items() if k[1] == "GlanceBackend"}
+    assert ctl.registrations_namespace("c5c3-clusters", (), backends_only) is None
+
+
+def test_a_registration_is_cached_without_its_kubeconfig():
+    entry = ctl.compact_registration(registration())
+    assert entry["metadata"] == {
+        "name": "cluster-a",
+        "namespace": "c5c3-clusters",
+        "uid": "uid-cluster-a",
+        "resourceVersion": "7",
+    }
+    assert "a2luZDogQ29uZmln" not in repr(entry) and "data" not in entry
+
+
+@pytest.mark.parametrize(
+    ("event", "new", "old", "wanted"),
+    [
+        (inf.ADDED, registration(), None, True),
+        (inf.DELETED, None, registration(), True),  # deleted, or its label removed
+        (inf.MODIFIED, registration(data="bmV3", resourceVersion="8"), registration(), True),
+        (inf.MODIFIED, registration(uid="other", resourceVersion="8"), registration(), True),
+        (
+            inf.MODIFIED,
+            registration(resourceVersion="8", annotations={"a": "b"}),
+            registration(),
+            False,
+        ),
+        (inf.MODIFIED, registration(), None, True),
+    ],
+)
+def test_what_a_registration_change_is(event, new, old, wanted):
+    compact = [ctl.compact_registration(o) if o else None for o in (new, old)]
+    assert ctl.registration_change(event, *compact) is wanted
+
+
+def test_a_cluster_wakes_the_glances_that_name_it_in_every_namespace():
+    glances = [
+        targeting("cluster-a"),
+        targeting("cluster-a", name="second", namespace="tenant"),
+        targeting("cluster-b", name="elsewhere"),
+        targeting(None, name="local"),
+        backend(),  # a backend names no cluster of its own
+    ]
+    assert ctl.target_cluster_keys("cluster-a", WATCHED, glances) == [
+        KEY,
+        ObjectKey(GROUP, "Glance", "tenant", "second"),
+    ]
+    assert ctl.target_cluster_keys("cluster-c", WATCHED, glances) == []
+    assert ctl.target_cluster_keys("", WATCHED, [targeting("")]) == []
+
+
+def test_a_registration_event_wakes_exactly_the_glances_naming_its_cluster(tmp_path):
+    m = manager(tmp_path)
+    m.target_cluster_informers.append(
+        Cached(
+            targeting("cluster-a"),
+            targeting("cluster-a", name="second", namespace="tenant"),
+            targeting("cluster-b", name="elsewhere"),
+            targeting(None, name="local"),
+        )
+    )
+    both = [KEY, ObjectKey(GROUP, "Glance", "tenant", "second")]
+    created = ctl.compact_registration(registration())
+    m._registration_handler(inf.ADDED, created, None)
+    assert sorted(drain(m, "Glance")) == sorted(both)
+    assert drain(m, "GlanceBackend") == []
+    rotated = ctl.compact_registration(registration(data="bmV3", resourceVersion="8"))
+    m._registration_handler(inf.MODIFIED, rotated, created)
+    queue = m.controllers[(GROUP, "Glance")].queue
+    key = queue.get(timeout=0)
+    assert queue.reasons(key) == ("target cluster's MODIFIED Secret",)
+    queue.done(key)
+    drain(m, "Glance")
+    relabelled = ctl.compact_registration(registration(data="bmV3", resourceVersion="9"))
+    m._registration_handler(inf.MODIFIED, relabelled, rotated)  # no data change
+    assert drain(m, "Glance") == []
+    m._registration_handler(inf.DELETED, None, relabelled)
+    assert sorted(drain(m, "Glance")) == sorted(both)
+    other = ctl.compact_registration(registration("cluster-c"))
+    m._registration_handler(inf.ADDED, other, None)
+    assert drain(m, "Glance") == []
+
+
+def test_the_manager_watches_registrations_only_where_it_may(tmp_path):
+    def started(*argv: str) -> Manager:
+        settings = parse_settings(
+            ["--watches-file", str(ROOT / "watches.yaml"), "--runner-dir", str(tmp_path), *argv],
+            environ={},
+            concurrency=1,
+        )
+        m = Manager(settings, StubClient(), (GLANCE_WATCH, BACKEND_WATCH), environ={})
+        m._watch_registrations()
+        return m
+
+    informer = started().registrations
+    assert (informer.namespace, informer.kind, informer.api_version) == (
+        "c5c3-clusters",
+        "Secret",
+        "v1",
+    )
+    assert informer.label_selector == "sigs.k8s.io/multicluster-runtime-kubeconfig=true"
+    assert informer.transform is ctl.compact_registration
+    assert started("--clusters-namespace=").registrations is None
+    assert started("--watch-namespace=openstack").registrations is None
+    assert started("--watch-namespace=openstack,c5c3-clusters").registrations is not None
+    # Every pass gets the setting, empty or not.
+    assert started().executor.runner_vars == {"clusters_namespace": "c5c3-clusters"}
+    assert started("--clusters-namespace=").executor.runner_vars == {"clusters_namespace": ""}
 
 
 def test_a_mariadb_resource_turning_ready_is_a_readiness_change():

@@ -31,7 +31,8 @@ from runner.passes.playbook import (
 GVK = GroupVersionKind("example.c5c3.io", "v1", "Thing")
 KEY = ObjectKey("example.c5c3.io", "Thing", "ns", "one")
 
-# Says what the pass saw: its KUBECONFIG, its extra vars, and whether it ran in check mode.
+# Says what the pass saw: its KUBECONFIG, its extra vars (the runner's clusters_namespace
+# too), and whether it ran in check mode.
 PLAYBOOK = """\
 - hosts: localhost
   gather_facts: false
@@ -42,6 +43,7 @@ PLAYBOOK = """\
           kubeconfig: "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}"
           size: "{{ size | default('absent') }}"
           stale: "{{ stale | default('absent') }}"
+          clusters_namespace: "{{ clusters_namespace | default('absent') }}"
           check_mode: "{{ ansible_check_mode }}"
 """
 
@@ -75,6 +77,7 @@ def test_a_pass_sees_its_own_environment_and_variables(watch, tmp_path):
         "kubeconfig": "/kube/now",
         "size": 3,
         "stale": "absent",
+        "clusters_namespace": "absent",
         "check_mode": False,
     }
 
@@ -104,6 +107,7 @@ def test_what_an_earlier_process_left_decides_nothing(watch, tmp_path):
         "kubeconfig": "/kube/now",
         "size": 3,
         "stale": "absent",
+        "clusters_namespace": "absent",
         "check_mode": False,
     }
     # This pass's inputs are on disk (as ansible-operator's input dir is), nothing else.
@@ -131,8 +135,25 @@ def test_a_spec_key_removed_between_two_passes_is_gone_from_the_second(watch, tm
         "kubeconfig": "/kube/now",
         "size": 4,
         "stale": "absent",
+        "clusters_namespace": "absent",
         "check_mode": False,
     }
+
+
+@pytest.mark.parametrize("clusters_namespace", ["c5c3-clusters", ""])
+def test_a_pass_sees_the_runners_clusters_namespace(watch, tmp_path, clusters_namespace):
+    """The runner's ``--clusters-namespace`` reaches the playbook as ``clusters_namespace``,
+    empty when target clusters are off (``Manager`` hands it to the ``PlaybookRunner``)."""
+    envvars = run_environment({"PATH": os.environ["PATH"]}, "/kube/now", None)
+    passes = PlaybookRunner(
+        tmp_path / "runner-dir",
+        envvars,
+        verbosity=0,
+        environ={},
+        runner_vars={"clusters_namespace": clusters_namespace},
+    )
+    run = passes.run(watch, KEY, thing(size=3), threading.Event())
+    assert reported(run)["clusters_namespace"] == clusters_namespace
 
 
 def test_clear_inputs_keeps_only_the_artifacts(tmp_path):

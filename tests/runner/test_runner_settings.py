@@ -90,6 +90,25 @@ def test_durations_are_go_durations_or_seconds():
     assert s.reconcile_period == 0.0
 
 
+def test_the_clusters_namespace_defaults_to_the_references():
+    assert settings().clusters_namespace == "c5c3-clusters"
+
+
+def test_the_clusters_namespace_from_the_environment_and_the_flag():
+    assert settings(CLUSTERS_NAMESPACE="clusters").clusters_namespace == "clusters"
+    assert settings("--clusters-namespace", "mine").clusters_namespace == "mine"
+    flag_wins = settings("--clusters-namespace=mine", CLUSTERS_NAMESPACE="clusters")
+    assert flag_wins.clusters_namespace == "mine"
+
+
+def test_an_empty_clusters_namespace_turns_target_clusters_off():
+    """``--clusters-namespace=``, as the reference chart's namespace-scoped install renders
+    it; it beats the variable. An empty variable counts as unset, as every variable does."""
+    assert settings("--clusters-namespace=").clusters_namespace == ""
+    assert settings("--clusters-namespace=", CLUSTERS_NAMESPACE="x").clusters_namespace == ""
+    assert settings(CLUSTERS_NAMESPACE="").clusters_namespace == "c5c3-clusters"
+
+
 @pytest.mark.parametrize(
     ("argv", "environ", "message"),
     [
@@ -101,6 +120,12 @@ def test_durations_are_go_durations_or_seconds():
         (["--reconcile-period=soon"], {}, '--reconcile-period: time: invalid duration "soon"'),
         (["--ansible-verbosity=9"], {}, "not 0 to 7"),
         ([], {"WEBHOOK_PORT": "70000"}, "out of range"),
+        (
+            [],
+            {"CLUSTERS_NAMESPACE": "Clusters_NS"},
+            "CLUSTERS_NAMESPACE: 'Clusters_NS' is not a namespace name",
+        ),
+        (["--clusters-namespace=" + "c" * 64], {}, "--clusters-namespace: 'ccc"),
     ],
 )
 def test_a_bad_setting_names_itself(argv, environ, message):

@@ -1,0 +1,271 @@
+"""Target clusters, the runner's part (reference-spec §2.11): ``python -m runner`` against an
+API server (the test double, and a real kube-apiserver with ``KUBE_ASSETS_DIR``).
+
+* every pass gets the runner's ``--clusters-namespace`` as ``clusters_namespace``;
+* a registration Secret (labelled ``sigs.k8s.io/multicluster-runtime-kubeconfig=true`` in
+  the clusters namespace, named like the cluster) created, changed or deleted wakes
+  exactly the Glances whose ``spec.targetClusterRef.name`` is its name; a Secret without
+  the label, one in another namespace, or one naming no Glance's cluster wakes nothing.
+
+The watches file is the test's own: the Glance's playbook only writes down the
+``clusters_namespace`` it got, so what the test sees is the runner's doing, not the Glance
+pass's (which reads the target cluster: the playbooks' side).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from support.api_env import sample_documents
+from test_runner_support import RunnerProcess, wait_until
+
+REGISTRATION_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+KUBECONFIG_A = "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmln"  # "apiVersion: v1\nkind: Config"
+KUBECONFIG_B = "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg=="
+
+PLAYBOOK = """\
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Write down the clusters namespace the pass got
+      ansible.builtin.copy:
+        content: "{{ clusters_namespace | default('absent') }}"
+        dest: "{{ report_dir }}/{{ ansible_operator_meta.name }}"
+        mode: "0600"
+"""
+
+WATCHES = """\
+- version: v1alpha1
+  group: glance.openstack.c5c3.io
+  kind: Glance
+  playbook: glance.yml
+  vars:
+    report_dir: {report_dir}
+"""
+
+# Glance name -> the cluster it names (None: none).
+GLANCES = {
+    "glance-a": "cluster-a",
+    "glance-a2": "cluster-a",
+    "glance-b": "cluster-b",
+    "glance-local": None,
+}
+NAMING_A = ["glance-a", "glance-a2"]
+
+
+@pytest.fixture
+def scene(api, tmp_path):
+    """The Glances in the test's namespace, a clusters namespace of the test's own, and a
+    runner watching both with its watches file."""
+    clusters = f"{api.namespace}-clusters"
+    api.ensure_namespace()
+    api.ensure_namespace(clusters)
+    [glance] = [d for d in sample_documents() if d["kind"] == "Glance"]
+    for name, cluster in GLANCES.items():
+        obj = copy.deepcopy(glance)
+        obj["metadata"] = {"name": name, "namespace": api.namespace}
+        if cluster is not None:
+            obj["spec"]["targetClusterRef"] = {"name": cluster}
+        api.client.create(obj)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "glance.yml").write_text(PLAYBOOK)
+    (project / "watches.yaml").write_text(WATCHES.format(report_dir=reports))
+    runner = RunnerProcess(
+        api,
+        tmp_path,
+        env={
+            "WATCH_NAMESPACE": f"{api.namespace},{clusters}",
+            "CLUSTERS_NAMESPACE": clusters,
+        },
+        args=("--watches-file", str(project / "watches.yaml")),
+    ).start()
+    try:
+        yield api, runner, clusters, reports
+    finally:
+        runner.close()
+
+
+def secret(name: str, namespace: str, data: str = KUBECONFIG_A, labelled: bool = True) -> dict:
+    labels = {REGISTRATION_LABEL: "true"} if labelled else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": {"kubeconfig": data},
+    }
+
+
+def passes(runner: RunnerProcess) -> list[tuple[str, tuple[str, ...]]]:
+    """Every Glance pass the runner started: (name, what woke it)."""
+    return [
+        (line["key"].rpartition("/")[2], tuple(line.get("woken_by") or ()))
+        for line in runner.find("pass started", controller="glance")
+    ]
+
+
+def ended(runner: RunnerProcess) -> int:
+    return len(runner.find("pass finished", controller="glance")) + len(
+        runner.find("pass failed", controller="glance")
+    )
+
+
+def wake(runner: RunnerProcess, change, event: str) -> None:
+    """``change()``, then wait until it has woken the Glances naming cluster-a (one pass
+    each, woken by the registration's ``event``) and those passes have ended; nothing
+    else may have run."""
+    before = len(passes(runner))
+    change()
+    reason = f"target cluster's {event} Secret"
+
+    def woken():
+        new = passes(runner)[before:]
+        names = sorted(name for name, _ in new)
+        return names == NAMING_A and ended(runner) == len(passes(runner))
+
+    wait_until(woken, timeout=120, what=f"{NAMING_A} woken by {reason!r}")
+    new = passes(runner)[before:]
+    assert all(reasons == (reason,) for _, reasons in new), new
+
+
+def test_a_registration_wakes_exactly_the_glances_naming_its_cluster(scene):
+    api, runner, clusters, reports = scene
+    runner.wait_for("watching target cluster registrations", namespace=clusters)
+    # The first passes: each Glance by its own ADDED, and every pass got the setting.
+    wait_until(
+        lambda: (
+            sorted(name for name, _ in passes(runner)) == sorted(GLANCES)
+            and ended(runner) == len(GLANCES)
+        ),
+        what="every Glance's first pass",
+    )
+    for name in GLANCES:
+        assert (reports / name).read_text() == clusters, name
+    assert not runner.find("pass failed")
+    first = len(passes(runner))
+
+    # None of these is cluster-a's registration: no label; the label, but in the Glances'
+    # namespace (watched, but not the clusters namespace); registered, but no Glance names
+    # the cluster.
+    api.client.create(secret("cluster-a", clusters, labelled=False))
+    api.client.create(secret("cluster-a", api.namespace))
+    api.client.create(secret("cluster-z", clusters))
+    api.client.patch("v1", "Secret", "cluster-a", api.namespace, {"data": {"x": "eQ=="}})
+
+    # The label makes the first one a registration: the informer sees it ADDED (it enters
+    # the selection). Its events come after those above, so they woke nothing.
+    wake(
+        runner,
+        lambda: api.client.patch(
+            "v1",
+            "Secret",
+            "cluster-a",
+            clusters,
+            {"metadata": {"labels": {REGISTRATION_LABEL: "true"}}},
+        ),
+        "ADDED",
+    )
+    assert len(passes(runner)) == first + 2
+    # A new kubeconfig.
+    wake(
+        runner,
+        lambda: api.client.patch(
+            "v1", "Secret", "cluster-a", clusters, {"data": {"kubeconfig": KUBECONFIG_B}}
+        ),
+        "MODIFIED",
+    )
+    # Deregistered.
+    wake(runner, lambda: api.client.delete("v1", "Secret", "cluster-a", clusters), "DELETED")
+    # Registered again, then the label taken away: deregistered as well.
+    wake(runner, lambda: api.client.create(secret("cluster-a", clusters)), "ADDED")
+    wake(
+        runner,
+        lambda: api.client.patch(
+            "v1",
+            "Secret",
+            "cluster-a",
+            clusters,
+            {"metadata": {"labels": {REGISTRATION_LABEL: None}}},
+        ),
+        "DELETED",
+    )
+    # cluster-b's Glance was never woken but by its own ADDED, nor the local one.
+    by_name: dict[str, list[Any]] = {}
+    for name, reasons in passes(runner):
+        by_name.setdefault(name, []).append(reasons)
+    assert by_name["glance-b"] == [("ADDED Glance",)]
+    assert by_name["glance-local"] == [("ADDED Glance",)]
+    assert not runner.find("pass failed")
+    # The runner cached none of the kubeconfigs it watched.
+    assert KUBECONFIG_A not in runner.log_tail(10**7)
+
+
+@pytest.fixture
+def no_clusters(api, tmp_path):
+    """A runner with target clusters off (``--clusters-namespace=``, as the
+    namespace-scoped install starts it), over the same Glances."""
+    api.ensure_namespace()
+    [glance] = [d for d in sample_documents() if d["kind"] == "Glance"]
+    obj = copy.deepcopy(glance)
+    obj["metadata"] = {"name": "glance-a", "namespace": api.namespace}
+    obj["spec"]["targetClusterRef"] = {"name": "cluster-a"}
+    api.client.create(obj)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "glance.yml").write_text(PLAYBOOK)
+    (project / "watches.yaml").write_text(WATCHES.format(report_dir=reports))
+    runner = RunnerProcess(
+        api,
+        tmp_path,
+        env={"CLUSTERS_NAMESPACE": "ignored-by-the-flag"},
+        args=("--watches-file", str(project / "watches.yaml"), "--clusters-namespace="),
+    ).start()
+    try:
+        yield api, runner, reports
+    finally:
+        runner.close()
+
+
+def test_with_target_clusters_off_a_pass_gets_an_empty_clusters_namespace(no_clusters):
+    api, runner, reports = no_clusters
+    wait_until(lambda: ended(runner) == 1, what="the Glance's first pass")
+    assert (reports / "glance-a").read_text() == ""
+    assert not runner.find("watching target cluster registrations")
+    # The runner's Secret informers: the dependents' of the watched namespace alone.
+    runner.wait_for("informers synced")
+    secrets = [
+        line["informer"]
+        for line in runner.find("synced")
+        if line.get("informer", "").startswith("Secret.")
+    ]
+    assert secrets == [f"Secret.v1@{api.namespace}"]
+
+
+def test_a_namespace_scoped_runner_does_not_watch_another_namespaces_registrations(api, tmp_path):
+    """``WATCH_NAMESPACE`` without the clusters namespace: no registration watch (its Role
+    could not list there), and the log says why."""
+    api.ensure_namespace()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "glance.yml").write_text(PLAYBOOK)
+    (project / "watches.yaml").write_text(WATCHES.format(report_dir=tmp_path))
+    runner = RunnerProcess(api, tmp_path, args=("--watches-file", str(project / "watches.yaml")))
+    runner.start()
+    try:
+        line = runner.wait_for(
+            "target cluster registrations not watched: the clusters namespace is not a "
+            "watched namespace"
+        )
+        assert line["clusters_namespace"] == "c5c3-clusters"
+        assert line["namespaces"] == [api.namespace]
+        runner.wait_for("informers synced")
+        assert not runner.find("watching target cluster registrations")
+    finally:
+        runner.close()
