@@ -18,8 +18,17 @@ import copy
 from typing import Any
 
 import pytest
+from integration.kube_harness import started_apiserver
+from support.api_env import api_env as shared_api_env
 from support.api_env import sample_documents
-from test_runner_support import RunnerProcess, wait_until
+from support.target_clusters import (
+    CHILD_KINDS,
+    MAIN_FINALIZER,
+    REMOTE_FINALIZER,
+    USER_SECRETS,
+    Clusters,
+)
+from test_runner_support import GROUP_VERSION, RunnerProcess, wait_until
 
 REGISTRATION_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 KUBECONFIG_A = "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmln"  # "apiVersion: v1\nkind: Config"
@@ -267,5 +276,87 @@ def test_a_namespace_scoped_runner_does_not_watch_another_namespaces_registratio
         assert line["namespaces"] == [api.namespace]
         runner.wait_for("informers synced")
         assert not runner.find("watching target cluster registrations")
+    finally:
+        runner.close()
+
+
+# -- the whole operator across two real clusters ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def target_apiserver():
+    """A second kube-apiserver and etcd: the target cluster."""
+    with started_apiserver() as server:
+        yield server
+
+
+@pytest.fixture
+def real_api(request, tmp_path):
+    """The management cluster only on the real kube-apiserver."""
+    yield from shared_api_env("kube-apiserver", request, tmp_path, "runner-target")
+
+
+@pytest.mark.integration
+def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
+    real_api, target_apiserver, tmp_path
+):
+    """``python -m runner`` with the collection's watches.yaml, the management cluster one
+    real kube-apiserver, the target another: the Glance converges with its children in
+    the target; losing its registration is reported at once (the registration watch), and
+    getting it back converges again; deleting the Glance sweeps the target, and the
+    runner does not release the finalizer under a deletion pass that waits."""
+    api = real_api
+    c = Clusters(api, target_apiserver, tmp_path)
+    c.scene()
+    c.register()
+    runner = RunnerProcess(
+        api,
+        tmp_path,
+        env={
+            "WATCH_NAMESPACE": f"{api.namespace},{c.clusters_namespace}",
+            "CLUSTERS_NAMESPACE": c.clusters_namespace,
+        },
+    ).start()
+    try:
+
+        def deployed() -> bool:
+            c.settle()
+            return api.condition("Glance", "glance", "DeploymentReady").get("status") == "True"
+
+        wait_until(deployed, timeout=180, interval=1.0, what="the Glance deployed in the target")
+        remote = c.children(c.target)
+        assert {kind for kind, _ in remote} == {kind for _, kind in CHILD_KINDS}
+        assert c.children(api.client) == {}
+        glance = c.glance()
+        assert glance["metadata"]["finalizers"] == [MAIN_FINALIZER, REMOTE_FINALIZER]
+
+        c.deregister()
+        wait_until(
+            lambda: c.secrets_ready().get("reason") == "TargetClusterUnavailable",
+            timeout=60,
+            what="TargetClusterUnavailable after the registration went",
+        )
+        assert any(
+            "target cluster's DELETED Secret" in (line.get("woken_by") or ())
+            for line in runner.find("pass started", controller="glance")
+        )
+        c.register()
+        wait_until(
+            lambda: c.secrets_ready().get("status") == "True",
+            timeout=60,
+            what="SecretsReady again with the registration back",
+        )
+
+        api.client.delete(GROUP_VERSION, "Glance", "glance", api.namespace)
+        wait_until(lambda: c.glance() is None, timeout=120, what="the Glance gone")
+        left = {
+            key
+            for key, obj in c.children(c.target).items()
+            if not obj["metadata"].get("deletionTimestamp")
+        }
+        assert left == set(), left
+        assert all(c.target.get("v1", "Secret", s, api.namespace) for s in USER_SECRETS)
+        swept = [e for e in api.list("Event") if e.get("reason") == "RemoteChildrenSwept"]
+        assert swept, "the deletion pass swept the target"
     finally:
         runner.close()
