@@ -14,6 +14,7 @@ Skipped, saying why, without the binaries (``KUBE_ASSETS_DIR``).
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -115,6 +116,18 @@ def test_children_go_to_the_target_cluster_and_status_stays_in_the_management_cl
             f"{kind} {name}"
         )
         assert not obj["metadata"].get("ownerReferences"), f"{kind} {name}"
+
+    # kubectl get glance -o wide shows where the children are (the Target column).
+    wide = subprocess.run(
+        [str(c.server.assets / "kubectl"), "get", "glance", "-n", c.namespace, "-o", "wide"],
+        env={"KUBECONFIG": str(api.kubeconfig), "HOME": str(c.tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.splitlines()
+    header, row = wide[0].split(), wide[1].split()
+    assert header[-1] == "TARGET" and row[-1] == "edge", wide
 
     # The backend follows its parent: credentials and projection read on the target.
     api.backend_pass("glance-s3-default", **c.extra)
