@@ -356,7 +356,12 @@ def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
         }
         assert left == set(), left
         assert all(c.target.get("v1", "Secret", s, api.namespace) for s in USER_SECRETS)
-        swept = [e for e in api.list("Event") if e.get("reason") == "RemoteChildrenSwept"]
-        assert swept, "the deletion pass swept the target"
+        # The event is reported after the apply step that released the finalizers: the
+        # Glance is gone a moment before it is written.
+        wait_until(
+            lambda: [e for e in api.list("Event") if e.get("reason") == "RemoteChildrenSwept"],
+            timeout=60,
+            what="the RemoteChildrenSwept event of the deletion pass",
+        )
     finally:
         runner.close()
