@@ -35,3 +35,14 @@ def say(request) -> Callable[[str], None]:
             print(msg, file=sys.stderr, flush=True)
 
     return _print
+
+
+@pytest.fixture(scope="session")
+def target_apiserver():
+    """A second kube-apiserver and etcd of their own, on loopback: the target cluster of
+    the target-cluster tests (tests/reconcile, tests/runner); skipped, saying why, without
+    the binaries (``KUBE_ASSETS_DIR``). Started only for a test that asks for it."""
+    from integration.kube_harness import started_apiserver
+
+    with started_apiserver() as server:
+        yield server

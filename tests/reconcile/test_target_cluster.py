@@ -18,7 +18,6 @@ import subprocess
 import time
 
 import pytest
-from integration.kube_harness import started_apiserver
 from support.api_env import api_env
 from support.target_clusters import (
     CHILD_KINDS,
@@ -30,13 +29,6 @@ from support.target_clusters import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="session")
-def target_apiserver():
-    """A second kube-apiserver and etcd of its own: the target cluster."""
-    with started_apiserver() as server:
-        yield server
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ import copy
 from typing import Any
 
 import pytest
-from integration.kube_harness import started_apiserver
 from support.api_env import api_env as shared_api_env
 from support.api_env import sample_documents
 from support.target_clusters import (
@@ -64,6 +63,18 @@ GLANCES = {
 NAMING_A = ["glance-a", "glance-a2"]
 
 
+def reporting_project(tmp_path):
+    """The test's watches file and playbook (which writes down what it got), and the
+    directory the playbook writes to."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "glance.yml").write_text(PLAYBOOK)
+    (project / "watches.yaml").write_text(WATCHES.format(report_dir=reports))
+    return project, reports
+
+
 @pytest.fixture
 def scene(api, tmp_path):
     """The Glances in the test's namespace, a clusters namespace of the test's own, and a
@@ -78,12 +89,7 @@ def scene(api, tmp_path):
         if cluster is not None:
             obj["spec"]["targetClusterRef"] = {"name": cluster}
         api.client.create(obj)
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "glance.yml").write_text(PLAYBOOK)
-    (project / "watches.yaml").write_text(WATCHES.format(report_dir=reports))
+    project, reports = reporting_project(tmp_path)
     runner = RunnerProcess(
         api,
         tmp_path,
@@ -224,12 +230,7 @@ def no_clusters(api, tmp_path):
     obj["metadata"] = {"name": "glance-a", "namespace": api.namespace}
     obj["spec"]["targetClusterRef"] = {"name": "cluster-a"}
     api.client.create(obj)
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "glance.yml").write_text(PLAYBOOK)
-    (project / "watches.yaml").write_text(WATCHES.format(report_dir=reports))
+    project, reports = reporting_project(tmp_path)
     runner = RunnerProcess(
         api,
         tmp_path,
@@ -281,13 +282,6 @@ def test_a_namespace_scoped_runner_does_not_watch_another_namespaces_registratio
 
 
 # -- the whole operator across two real clusters ---------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def target_apiserver():
-    """A second kube-apiserver and etcd: the target cluster."""
-    with started_apiserver() as server:
-        yield server
 
 
 @pytest.fixture
