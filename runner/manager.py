@@ -74,6 +74,10 @@ from runner.settings import Settings
 
 log = Log("manager")
 
+MAIN_LOOP_TICK = 0.5
+"""The longest the main thread blocks at once while it waits for a stop: the signal
+handlers run only in the main thread, between bytecodes (see ``Manager.run``)."""
+
 
 @dataclass
 class Controller:
@@ -220,10 +224,15 @@ class Manager:
                 self.leading.set()
             self.started.set()
             while not self.stop_requested.is_set() and not self.leading.is_set():
-                self.stop_requested.wait(0.2)
+                self.stop_requested.wait(min(0.2, MAIN_LOOP_TICK))
             if self.leading.is_set() and not self.stop_requested.is_set():
                 self._start_controllers()
-            self.stop_requested.wait()
+            # Never an untimed wait: a process-directed SIGTERM may be delivered to any
+            # thread, and CPython runs the Python handler only in the main thread, when it
+            # next executes bytecode. Blocked in an untimed lock acquire, the main thread is
+            # not interrupted by a signal another thread took, so the stop would never come.
+            while not self.stop_requested.wait(MAIN_LOOP_TICK):
+                pass
         except Exception as error:
             log.error("cannot run", error=repr(error))
             self.stop_requested.set()
@@ -618,11 +627,14 @@ class Manager:
             controller.queue.shut_down()
         deadline = time.monotonic() + grace
         for controller in self.controllers.values():
-            remaining = max(0.0, deadline - time.monotonic())
-            if not self.cancel.is_set() and not controller.queue.shut_down(
-                drain=True, timeout=remaining
-            ):
-                self.cancel.set()
+            # In ticks, so that a second signal (abandon) is handled at once (see run).
+            while not self.cancel.is_set():
+                remaining = max(0.0, deadline - time.monotonic())
+                tick = min(remaining, MAIN_LOOP_TICK)
+                if controller.queue.shut_down(drain=True, timeout=tick):
+                    break
+                if remaining <= MAIN_LOOP_TICK:
+                    self.cancel.set()
         if self.cancel.is_set():
             log.warning("abandoning running passes", passes=self.in_flight)
         for controller in self.controllers.values():

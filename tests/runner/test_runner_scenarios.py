@@ -301,6 +301,19 @@ def test_sigterm_abandons_a_pass_after_the_grace_period(double_api, runners):
     assert not processes_naming(str(runner.runner_dir))
 
 
+def test_a_sigterm_taken_by_another_thread_stops_the_runner(double_api, runners):
+    # The kernel hands a process-directed signal to any thread that does not block it;
+    # CPython runs the handler in the main thread only, once it runs bytecode again. A main
+    # thread blocked in an untimed wait never did (CI: the runner ignored SIGTERM for 180 s).
+    runner = runners(double_api)
+    runner.wait_for("informers synced")
+    others = runner.worker_threads()
+    assert others, "the runner has no thread besides its main thread"
+    assert runner.terminate(timeout=60, thread=others[-1]) == 0, runner.log_tail()
+    assert [line["signal"] for line in runner.lines() if "signal" in line] == ["SIGTERM"]
+    assert runner.lines()[-1]["msg"] == "stopped"
+
+
 def test_sigusr1_writes_every_threads_stack_and_the_runner_goes_on(double_api, runners):
     runner = runners(double_api)
     runner.wait_for("informers synced")

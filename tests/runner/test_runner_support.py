@@ -11,6 +11,7 @@ data dir on the command line, as ansible-runner starts them in sessions of their
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import json
 import os
@@ -293,11 +294,17 @@ class RunnerProcess:
         return metric_sum(text, name, **labels)
 
     # -- stopping ----------------------------------------------------------------------------------
-    def terminate(self, timeout: float = 90.0) -> int:
-        """SIGTERM, then the exit code (the runner drains for its grace period first)."""
+    def terminate(self, timeout: float = 90.0, thread: int | None = None) -> int:
+        """SIGTERM, then the exit code (the runner drains for its grace period first).
+
+        With ``thread`` (a thread id of the runner's, from ``worker_threads``) the signal
+        goes to that thread alone, as the kernel may deliver a process-directed one."""
         assert self.process is not None
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            if thread is None:
+                self.process.send_signal(signal.SIGTERM)
+            else:
+                _tgkill(self.process.pid, thread, signal.SIGTERM)
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -309,6 +316,14 @@ class RunnerProcess:
                 f"{self.name} did not stop within {timeout}s of SIGTERM; its log ends:\n"
                 f"{self.log_tail()}"
             ) from None
+
+    def worker_threads(self) -> list[int]:
+        """The runner's thread ids other than its main thread's (Linux, /proc)."""
+        assert self.process is not None
+        pid = self.process.pid
+        return sorted(
+            int(task.name) for task in Path(f"/proc/{pid}/task").iterdir() if int(task.name) != pid
+        )
 
     def kill(self) -> None:
         """SIGKILL the runner and every process of its passes, as a pod kill would."""
@@ -323,6 +338,14 @@ class RunnerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(15)
         self.kill()
+
+
+def _tgkill(pid: int, tid: int, signum: int) -> None:
+    """Send ``signum`` to one thread of another process (glibc's ``tgkill``, Linux)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.tgkill(pid, tid, signum) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
 
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$")
