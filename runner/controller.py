@@ -45,9 +45,10 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
   cluster to be registered, or to answer with a new kubeconfig, sees it at once instead
   of at its next requeue. This is a ``Watches(Secret, EnqueueRequestsFromMapFunc)`` of the
   Glance controller on a label-selected informer of that one namespace
-  (:func:`registrations_namespace`), so no other Secret is cached. GlanceBackends are not
-  woken: no Glance event wakes them (their parent's Deployment does, above), and a
-  parent's pass that changes what they read changes that Deployment.
+  (:func:`registrations_namespace`), so no other Secret is cached. The same event wakes
+  those Glances' GlanceBackends: they read their credentials and their parent's
+  Deployment in the same target cluster, and that Deployment is not watched there, so
+  no other event would tell them the cluster went away or came back.
 
 Dependent objects are cached in compact form (:func:`compact_dependent`: identity, owner
 references, a digest of everything the predicate compares and the readiness), as
@@ -553,10 +554,11 @@ def event_reason(source_kind: str, event: str, relation: str = "", detail: str =
     """Why an event wakes a key, as ``woken_by`` shows it: the event, the kind it came from,
     the relation (``child``: a parent woken by its child; ``dependent``: an owner by what it
     owns; ``parent's``: a child by its parent's dependent; :data:`TARGET_CLUSTER`: a
-    Glance by its cluster's registration Secret) and what changed (``readiness``,
-    ``changed``, ``mounts``): ``MODIFIED Glance``, ``child ADDED GlanceBackend``,
-    ``dependent MODIFIED Job readiness``, ``parent's ADDED Deployment mounts``, ``target
-    cluster's MODIFIED Secret``."""
+    Glance by its cluster's registration Secret; ``parent's`` :data:`TARGET_CLUSTER`: a
+    GlanceBackend by its parent's) and what changed (``readiness``, ``changed``,
+    ``mounts``): ``MODIFIED Glance``, ``child ADDED GlanceBackend``, ``dependent MODIFIED
+    Job readiness``, ``parent's ADDED Deployment mounts``, ``target cluster's MODIFIED
+    Secret``, ``parent's target cluster's DELETED Secret``."""
     return " ".join(part for part in (relation, event, source_kind, detail) if part)
 
 

@@ -548,15 +548,24 @@ class Manager:
 
     def _registration_handler(self, event: str, new: dict | None, old: dict | None) -> None:
         """A registration Secret created, deleted or changed wakes the Glances that name
-        its cluster (``spec.targetClusterRef.name``), from the Glance informers' caches."""
+        its cluster (``spec.targetClusterRef.name``), from the Glance informers' caches,
+        and their GlanceBackends, which read their parent's target cluster too."""
         if not ctl.registration_change(event, new, old):
             return
         source = new if new is not None else old
         cluster = str(((source or {}).get("metadata") or {}).get("name") or "")
         objects = [item for informer in self.target_cluster_informers for item in informer.items()]
+        owners = ctl.target_cluster_keys(cluster, self.watched, objects)
         reason = ctl.event_reason("Secret", event, ctl.TARGET_CLUSTER)
-        for key in ctl.target_cluster_keys(cluster, self.watched, objects):
+        for key in owners:
             self._enqueue(key, reason, source)
+        if not owners:
+            return
+        children = [item for informer in self.child_informers for item in informer.items()]
+        reason = ctl.event_reason("Secret", event, f"parent's {ctl.TARGET_CLUSTER}")
+        for owner in owners:
+            for key in ctl.child_keys(owner, self.watched, children):
+                self._enqueue(key, reason, source)
 
     def _job_handler(self, informer: Informer):
         """A Job informer's handler: count db-sync and db-purge Jobs, then the usual."""

@@ -52,6 +52,14 @@ WATCHES = """\
   vars:
     report_dir: {report_dir}
 """
+BACKEND_WATCH = """\
+- version: v1alpha1
+  group: glance.openstack.c5c3.io
+  kind: GlanceBackend
+  playbook: glance.yml
+  vars:
+    report_dir: {report_dir}
+"""
 
 # Glance name -> the cluster it names (None: none).
 GLANCES = {
@@ -63,33 +71,42 @@ GLANCES = {
 NAMING_A = ["glance-a", "glance-a2"]
 
 
-def reporting_project(tmp_path):
+def reporting_project(tmp_path, backends: bool = False):
     """The test's watches file and playbook (which writes down what it got), and the
-    directory the playbook writes to."""
+    directory the playbook writes to; with ``backends``, GlanceBackends are watched too."""
     reports = tmp_path / "reports"
     reports.mkdir()
     project = tmp_path / "project"
     project.mkdir()
     (project / "glance.yml").write_text(PLAYBOOK)
-    (project / "watches.yaml").write_text(WATCHES.format(report_dir=reports))
+    watches = WATCHES + (BACKEND_WATCH if backends else "")
+    (project / "watches.yaml").write_text(watches.format(report_dir=reports))
     return project, reports
 
 
-@pytest.fixture
-def scene(api, tmp_path):
-    """The Glances in the test's namespace, a clusters namespace of the test's own, and a
-    runner watching both with its watches file."""
+@pytest.fixture(params=[False, True], ids=["glances", "with-backends"])
+def scene(api, tmp_path, request):
+    """The Glances in the test's namespace (with ``with-backends``, a GlanceBackend of each
+    named ``<glance>-s3``, and GlanceBackends watched), a clusters namespace of the test's
+    own, and a runner watching both with its watches file."""
+    backends = request.param
     clusters = f"{api.namespace}-clusters"
     api.ensure_namespace()
     api.ensure_namespace(clusters)
     [glance] = [d for d in sample_documents() if d["kind"] == "Glance"]
+    [backend] = [d for d in sample_documents() if d["kind"] == "GlanceBackend"]
     for name, cluster in GLANCES.items():
         obj = copy.deepcopy(glance)
         obj["metadata"] = {"name": name, "namespace": api.namespace}
         if cluster is not None:
             obj["spec"]["targetClusterRef"] = {"name": cluster}
         api.client.create(obj)
-    project, reports = reporting_project(tmp_path)
+        if backends:
+            child = copy.deepcopy(backend)
+            child["metadata"] = {"name": f"{name}-s3", "namespace": api.namespace}
+            child["spec"]["glanceRef"] = {"name": name}
+            api.client.create(child)
+    project, reports = reporting_project(tmp_path, backends)
     runner = RunnerProcess(
         api,
         tmp_path,
@@ -100,7 +117,7 @@ def scene(api, tmp_path):
         args=("--watches-file", str(project / "watches.yaml")),
     ).start()
     try:
-        yield api, runner, clusters, reports
+        yield api, runner, clusters, reports, backends
     finally:
         runner.close()
 
@@ -116,50 +133,65 @@ def secret(name: str, namespace: str, data: str = KUBECONFIG_A, labelled: bool =
     }
 
 
-def passes(runner: RunnerProcess) -> list[tuple[str, tuple[str, ...]]]:
-    """Every Glance pass the runner started: (name, what woke it)."""
+def passes(runner: RunnerProcess, controller: str = "glance") -> list[tuple[str, tuple[str, ...]]]:
+    """Every pass of ``controller`` the runner started: (name, what woke it)."""
     return [
         (line["key"].rpartition("/")[2], tuple(line.get("woken_by") or ()))
-        for line in runner.find("pass started", controller="glance")
+        for line in runner.find("pass started", controller=controller)
     ]
 
 
-def ended(runner: RunnerProcess) -> int:
-    return len(runner.find("pass finished", controller="glance")) + len(
-        runner.find("pass failed", controller="glance")
+def ended(runner: RunnerProcess, controller: str = "glance") -> int:
+    return len(runner.find("pass finished", controller=controller)) + len(
+        runner.find("pass failed", controller=controller)
     )
 
 
-def wake(runner: RunnerProcess, change, event: str) -> None:
+def wake(runner: RunnerProcess, change, event: str, backends: bool) -> None:
     """``change()``, then wait until it has woken the Glances naming cluster-a (one pass
-    each, woken by the registration's ``event``) and those passes have ended; nothing
-    else may have run."""
-    before = len(passes(runner))
+    each, woken by the registration's ``event``) and, with ``backends``, their
+    GlanceBackends (woken by their parent's cluster's ``event``), and those passes have
+    ended; nothing else may have run."""
+    kinds = {"glance": (NAMING_A, f"target cluster's {event} Secret")}
+    if backends:
+        kinds["glancebackend"] = (
+            [f"{name}-s3" for name in NAMING_A],
+            f"parent's target cluster's {event} Secret",
+        )
+    before = {controller: len(passes(runner, controller)) for controller in kinds}
     change()
-    reason = f"target cluster's {event} Secret"
 
     def woken():
-        new = passes(runner)[before:]
-        names = sorted(name for name, _ in new)
-        return names == NAMING_A and ended(runner) == len(passes(runner))
+        return all(
+            sorted(name for name, _ in passes(runner, controller)[before[controller] :]) == names
+            and ended(runner, controller) == len(passes(runner, controller))
+            for controller, (names, _) in kinds.items()
+        )
 
-    wait_until(woken, timeout=120, what=f"{NAMING_A} woken by {reason!r}")
-    new = passes(runner)[before:]
-    assert all(reasons == (reason,) for _, reasons in new), new
+    wait_until(woken, timeout=120, what=f"woken by a registration's {event}: {kinds}")
+    for controller, (_, reason) in kinds.items():
+        new = passes(runner, controller)[before[controller] :]
+        assert all(reasons == (reason,) for _, reasons in new), new
 
 
 def test_a_registration_wakes_exactly_the_glances_naming_its_cluster(scene):
-    api, runner, clusters, reports = scene
+    api, runner, clusters, reports, backends = scene
     runner.wait_for("watching target cluster registrations", namespace=clusters)
-    # The first passes: each Glance by its own ADDED, and every pass got the setting.
+    # The first passes (the workers start once every informer has synced, so one each):
+    # each Glance by its own ADDED (and its backend's), each backend by its own, and every
+    # pass got the setting.
+    objects = {"glance": sorted(GLANCES)}
+    if backends:
+        objects["glancebackend"] = sorted(f"{name}-s3" for name in GLANCES)
     wait_until(
-        lambda: (
-            sorted(name for name, _ in passes(runner)) == sorted(GLANCES)
-            and ended(runner) == len(GLANCES)
+        lambda: all(
+            sorted(name for name, _ in passes(runner, controller)) == names
+            and ended(runner, controller) == len(names)
+            for controller, names in objects.items()
         ),
-        what="every Glance's first pass",
+        what=f"the first passes of {objects}",
     )
-    for name in GLANCES:
+    for name in (name for names in objects.values() for name in names):
         assert (reports / name).read_text() == clusters, name
     assert not runner.find("pass failed")
     first = len(passes(runner))
@@ -184,6 +216,7 @@ def test_a_registration_wakes_exactly_the_glances_naming_its_cluster(scene):
             {"metadata": {"labels": {REGISTRATION_LABEL: "true"}}},
         ),
         "ADDED",
+        backends,
     )
     assert len(passes(runner)) == first + 2
     # A new kubeconfig.
@@ -193,11 +226,17 @@ def test_a_registration_wakes_exactly_the_glances_naming_its_cluster(scene):
             "v1", "Secret", "cluster-a", clusters, {"data": {"kubeconfig": KUBECONFIG_B}}
         ),
         "MODIFIED",
+        backends,
     )
     # Deregistered.
-    wake(runner, lambda: api.client.delete("v1", "Secret", "cluster-a", clusters), "DELETED")
+    wake(
+        runner,
+        lambda: api.client.delete("v1", "Secret", "cluster-a", clusters),
+        "DELETED",
+        backends,
+    )
     # Registered again, then the label taken away: deregistered as well.
-    wake(runner, lambda: api.client.create(secret("cluster-a", clusters)), "ADDED")
+    wake(runner, lambda: api.client.create(secret("cluster-a", clusters)), "ADDED", backends)
     wake(
         runner,
         lambda: api.client.patch(
@@ -208,13 +247,17 @@ def test_a_registration_wakes_exactly_the_glances_naming_its_cluster(scene):
             {"metadata": {"labels": {REGISTRATION_LABEL: None}}},
         ),
         "DELETED",
+        backends,
     )
-    # cluster-b's Glance was never woken but by its own ADDED, nor the local one.
-    by_name: dict[str, list[Any]] = {}
-    for name, reasons in passes(runner):
-        by_name.setdefault(name, []).append(reasons)
-    assert by_name["glance-b"] == [("ADDED Glance",)]
-    assert by_name["glance-local"] == [("ADDED Glance",)]
+    # cluster-b's Glance and the local one, and their backends, ran their first pass only.
+    for controller, names in objects.items():
+        by_name: dict[str, list[Any]] = {}
+        for name, reasons in passes(runner, controller):
+            by_name.setdefault(name, []).append(reasons)
+        for name in names:
+            if not name.startswith(tuple(NAMING_A)):
+                assert len(by_name[name]) == 1, (name, by_name[name])
+    assert all("ADDED Glance" in reasons for _, reasons in passes(runner)[: len(GLANCES)])
     assert not runner.find("pass failed")
     # The runner cached none of the kubeconfigs it watched.
     assert KUBECONFIG_A not in runner.log_tail(10**7)
@@ -318,6 +361,14 @@ def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
             return api.condition("Glance", "glance", "DeploymentReady").get("status") == "True"
 
         wait_until(deployed, timeout=180, interval=1.0, what="the Glance deployed in the target")
+        backend = "glance-s3-default"
+
+        def credentials(status: str) -> bool:
+            return (
+                api.condition("GlanceBackend", backend, "CredentialsReady").get("status") == status
+            )
+
+        wait_until(lambda: credentials("True"), timeout=60, what="the backend's credentials")
         remote = c.children(c.target)
         assert {kind for kind, _ in remote} == {kind for _, kind in CHILD_KINDS}
         assert c.children(api.client) == {}
@@ -334,12 +385,27 @@ def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
             "target cluster's DELETED Secret" in (line.get("woken_by") or ())
             for line in runner.find("pass started", controller="glance")
         )
+        # The backend, Ready, is woken too: nothing in the target is watched, and its next
+        # resync would be hours away.
+        wait_until(
+            lambda: (
+                api.condition("GlanceBackend", backend, "CredentialsReady").get("reason")
+                == "TargetClusterUnavailable"
+            ),
+            timeout=60,
+            what="the backend's TargetClusterUnavailable after the registration went",
+        )
+        assert any(
+            "parent's target cluster's DELETED Secret" in (line.get("woken_by") or ())
+            for line in runner.find("pass started", controller="glancebackend")
+        )
         c.register()
         wait_until(
             lambda: c.secrets_ready().get("status") == "True",
             timeout=60,
             what="SecretsReady again with the registration back",
         )
+        wait_until(lambda: credentials("True"), timeout=60, what="the backend's credentials back")
 
         api.client.delete(GROUP_VERSION, "Glance", "glance", api.namespace)
         wait_until(lambda: c.glance() is None, timeout=120, what="the Glance gone")
