@@ -1060,6 +1060,27 @@ def test_a_registration_event_wakes_exactly_the_glances_naming_its_cluster(tmp_p
     assert drain(m, "Glance") == []
 
 
+def test_a_registration_event_wakes_the_backends_of_the_glances_naming_its_cluster(tmp_path):
+    m = manager(tmp_path)
+    m.target_cluster_informers.append(
+        Cached(targeting("cluster-a"), targeting("cluster-b", name="elsewhere"))
+    )
+    elsewhere = backend(parent="elsewhere")
+    elsewhere["metadata"]["name"] = "s3-elsewhere"
+    m.child_informers.append(Cached(backend(), elsewhere, backend(parent="gone")))
+    m._registration_handler(inf.DELETED, None, ctl.compact_registration(registration()))
+    queue = m.controllers[(GROUP, "GlanceBackend")].queue
+    key = queue.get(timeout=0)
+    assert key == ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")
+    assert queue.reasons(key) == ("parent's target cluster's DELETED Secret",)
+    queue.done(key)
+    assert drain(m, "GlanceBackend") == []
+    assert drain(m, "Glance") == [KEY]
+    # A cluster no Glance names wakes no backend either.
+    m._registration_handler(inf.ADDED, ctl.compact_registration(registration("cluster-z")), None)
+    assert drain(m, "GlanceBackend") == [] and drain(m, "Glance") == []
+
+
 def test_the_manager_watches_registrations_only_where_it_may(tmp_path):
     def started(*argv: str) -> Manager:
         settings = parse_settings(
