@@ -50,6 +50,16 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
   Deployment in the same target cluster, and that Deployment is not watched there, so
   no other event would tell them the cluster went away or came back.
 
+* **a Glance's MariaDB** (``k8s.mariadb.com`` ``MariaDB``, managed database mode) wakes
+  the Glances of its namespace whose ``spec.database.clusterRef.name`` is its name when it
+  is created, deleted or recreated, or its ``Ready`` condition flips
+  (:func:`database_cluster_change`, :func:`database_cluster_keys`): the pass's gate
+  (``ClusterNotReady``) reads nothing else of it. A Glance waiting for its MariaDB goes on
+  at once instead of at its 30 s poll: the reference's ``Watches(MariaDB)``. The informer
+  exists when the cluster serves the kind when the runner starts (as for the dependent
+  kinds) and keeps identity and readiness only (:func:`compact_database_cluster`). A
+  Glance with a target cluster reads its MariaDB there, where nothing is watched.
+
 Dependent objects are cached in compact form (:func:`compact_dependent`: identity, owner
 references, a digest of everything the predicate compares and the readiness), as
 client-go's informer transforms allow, so the runner never holds the data of the Secrets
@@ -391,6 +401,78 @@ def target_cluster_keys(
         if target_cluster_name(obj) == cluster:
             meta = _meta(obj)
             keys.append(ObjectKey(group, kind, meta.get("namespace", ""), meta["name"]))
+    return list(dict.fromkeys(keys))
+
+
+# -- the MariaDB of a managed database --------------------------------------------------------
+
+DATABASE_CLUSTER_API = "k8s.mariadb.com/v1alpha1"
+DATABASE_CLUSTER_KIND = "MariaDB"
+"""The mariadb-operator kind ``spec.database.clusterRef`` names (managed database mode)."""
+DATABASE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("glance.openstack.c5c3.io", "Glance")}
+)
+"""The watched kinds whose ``spec.database.clusterRef.name`` names a MariaDB: its
+readiness wakes them."""
+DATABASE_CLUSTER = "database's"
+"""The relation of a wake by a Glance's MariaDB (:func:`event_reason`)."""
+
+
+def compact_database_cluster(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The informer's cache entry of a MariaDB (its transform): identity and whether it is
+    Ready, all the Glance pass reads of it (the gate, ``ClusterNotReady``)."""
+    meta = _meta(obj)
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            name: meta[name]
+            for name in ("name", "namespace", "uid", "resourceVersion")
+            if name in meta
+        },
+        "readiness": live_state.condition_ready(obj),
+    }
+
+
+def database_cluster_change(
+    event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> str | None:
+    """Why a MariaDB's event (compact entries) wakes the Glances on it: ``ADDED``,
+    ``DELETED``, :data:`READINESS` (its ``Ready`` flipped, or it was recreated); None for
+    any other change, which the pass does not read."""
+    if event in (ADDED, DELETED):
+        return event
+    if new is None or old is None or _meta(old).get("uid") != _meta(new).get("uid"):
+        return READINESS
+    return READINESS if old.get("readiness") != new.get("readiness") else None
+
+
+def database_cluster_name(obj: Mapping[str, Any]) -> str:
+    """``spec.database.clusterRef.name`` of a Glance; ``""`` without one."""
+    database = (((obj or {}).get("spec") or {}).get("database")) or {}
+    return str((database.get("clusterRef") or {}).get("name") or "")
+
+
+def database_cluster_keys(
+    mariadb: Mapping[str, Any],
+    watched: Mapping[tuple[str, str], Watch],
+    objects: Iterable[Mapping[str, Any]],
+) -> list[ObjectKey]:
+    """The keys of ``objects`` (of the watched :data:`DATABASE_CLUSTER_KINDS`) in the
+    MariaDB's namespace whose ``spec.database.clusterRef.name`` is its name. A Glance with a
+    target cluster reads its MariaDB there, not this one."""
+    meta = _meta(mariadb)
+    name, namespace = meta.get("name"), meta.get("namespace")
+    keys: list[ObjectKey] = []
+    for obj in objects:
+        group = group_of(str(obj.get("apiVersion") or ""))
+        kind = str(obj.get("kind") or "")
+        if (group, kind) not in DATABASE_CLUSTER_KINDS or (group, kind) not in watched:
+            continue
+        if _meta(obj).get("namespace") != namespace or target_cluster_name(obj):
+            continue
+        if database_cluster_name(obj) == name:
+            keys.append(ObjectKey(group, kind, namespace, _meta(obj)["name"]))
     return list(dict.fromkeys(keys))
 
 

@@ -12,8 +12,9 @@ events asked for before the polls.
 
 **Informers** feed the queues: one per watched kind and one per dependent
 kind (filtered by ``--dependent-label-selector``), in each watched namespace or cluster-wide,
-and one of the target clusters' registration Secrets in the clusters namespace
-(``--clusters-namespace``, by their label; none when it is empty or not watched);
+one of the target clusters' registration Secrets in the clusters namespace
+(``--clusters-namespace``, by their label; none when it is empty or not watched), and one
+of mariadb-operator's MariaDBs in each watched namespace when the cluster serves them;
 ``runner.controller`` decides which event wakes which key.
 
 Life of the process:
@@ -115,9 +116,10 @@ class Manager:
         self.informers: list[Informer] = []
         self.child_informers: list[Informer] = []
         """The informers of the kinds that have a parent (``controller.PARENT_KINDS``)."""
-        self.target_cluster_informers: list[Informer] = []
-        """The informers of the kinds that name a target cluster
-        (``controller.TARGET_CLUSTER_KINDS``): what a registration Secret's event wakes."""
+        self.referring_informers: list[Informer] = []
+        """The informers of the kinds that name a target cluster or a MariaDB
+        (``controller.TARGET_CLUSTER_KINDS``, ``DATABASE_CLUSTER_KINDS``): what a
+        registration Secret's or a MariaDB's event wakes."""
         self.registrations: Informer | None = None
         """The informer of the target clusters' registration Secrets, when there is one."""
         self.elector: LeaderElector | None = None
@@ -389,10 +391,13 @@ class Manager:
                     primary.handler = self._glance_handler(watch, primary)
                 if (watch.gvk.group, watch.gvk.kind) in ctl.PARENT_KINDS:
                     self.child_informers.append(primary)
-                if (watch.gvk.group, watch.gvk.kind) in ctl.TARGET_CLUSTER_KINDS:
-                    self.target_cluster_informers.append(primary)
+                if (watch.gvk.group, watch.gvk.kind) in (
+                    ctl.TARGET_CLUSTER_KINDS | ctl.DATABASE_CLUSTER_KINDS
+                ):
+                    self.referring_informers.append(primary)
                 self.informers.append(primary)
         self._watch_registrations()
+        self._watch_database_clusters(namespaces)
         for api_version, kind in ctl.dependent_kinds(self.watches):
             try:
                 served = self.client.serves(api_version, kind)
@@ -482,6 +487,33 @@ class Manager:
             label_selector=ctl.REGISTRATION_SELECTOR,
         )
 
+    def _watch_database_clusters(self, namespaces: list[str | None]) -> None:
+        """The informers of the MariaDBs managed-mode Glances name (``database.clusterRef``),
+        in the watched namespaces, compact (identity and readiness), when a Glance is
+        watched and the cluster serves mariadb-operator's MariaDB."""
+        if not ctl.DATABASE_CLUSTER_KINDS & set(self.watched):
+            return
+        api_version, kind = ctl.DATABASE_CLUSTER_API, ctl.DATABASE_CLUSTER_KIND
+        try:
+            served = self.client.serves(api_version, kind)
+        except Exception as error:
+            log.warning("cannot discover MariaDB", api_version=api_version, error=str(error))
+            served = False
+        if not served:
+            log.info("MariaDB not served, not watched", api_version=api_version)
+            return
+        for namespace in namespaces:
+            self.informers.append(
+                Informer(
+                    self.client,
+                    api_version,
+                    kind,
+                    namespace,
+                    self._database_cluster_handler,
+                    transform=ctl.compact_database_cluster,
+                )
+            )
+
     # -- events ----------------------------------------------------------------------------
     def _enqueue(self, key: ObjectKey, reason: str, source: dict | None) -> None:
         controller = self.controllers.get((key.group, key.kind))
@@ -554,7 +586,7 @@ class Manager:
             return
         source = new if new is not None else old
         cluster = str(((source or {}).get("metadata") or {}).get("name") or "")
-        objects = [item for informer in self.target_cluster_informers for item in informer.items()]
+        objects = [item for informer in self.referring_informers for item in informer.items()]
         owners = ctl.target_cluster_keys(cluster, self.watched, objects)
         reason = ctl.event_reason("Secret", event, ctl.TARGET_CLUSTER)
         for key in owners:
@@ -566,6 +598,20 @@ class Manager:
         for owner in owners:
             for key in ctl.child_keys(owner, self.watched, children):
                 self._enqueue(key, reason, source)
+
+    def _database_cluster_handler(self, event: str, new: dict | None, old: dict | None) -> None:
+        """A MariaDB created, deleted or turning Ready (or not) wakes the Glances of its
+        namespace whose ``database.clusterRef`` names it, from the Glance informers'
+        caches: a Glance waiting at ``ClusterNotReady`` goes on at once."""
+        change = ctl.database_cluster_change(event, new, old)
+        if change is None:
+            return
+        source = new if new is not None else old
+        objects = [item for informer in self.referring_informers for item in informer.items()]
+        detail = ctl.READINESS if change == ctl.READINESS else ""
+        reason = ctl.event_reason("MariaDB", event, ctl.DATABASE_CLUSTER, detail)
+        for key in ctl.database_cluster_keys(source or {}, self.watched, objects):
+            self._enqueue(key, reason, source)
 
     def _job_handler(self, informer: Informer):
         """A Job informer's handler: count db-sync and db-purge Jobs, then the usual."""

@@ -5,7 +5,10 @@
   without ``KUBE_ASSETS_DIR``. A test module whose runner watches every namespace
   (``test_make_run.py``) overrides it with one of its own per test.
 * ``api``: an empty namespace of the test's own on the API double, and on that
-  kube-apiserver (marked ``integration``).
+  kube-apiserver (marked ``integration``);
+* ``double_api``: the test double only, for the runner's own machinery (kill, election,
+  shutdown, the warm server) and for what the kube-apiserver cannot show (a kind it does
+  not serve).
 """
 
 from __future__ import annotations
@@ -26,3 +29,8 @@ def real_apiserver():
 @pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])
 def api(request, tmp_path):
     yield from api_env(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def double_api(request, tmp_path):
+    yield from api_env("double", request, tmp_path)

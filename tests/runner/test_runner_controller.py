@@ -1030,7 +1030,7 @@ def test_a_cluster_wakes_the_glances_that_name_it_in_every_namespace():
 
 def test_a_registration_event_wakes_exactly_the_glances_naming_its_cluster(tmp_path):
     m = manager(tmp_path)
-    m.target_cluster_informers.append(
+    m.referring_informers.append(
         Cached(
             targeting("cluster-a"),
             targeting("cluster-a", name="second", namespace="tenant"),
@@ -1062,7 +1062,7 @@ def test_a_registration_event_wakes_exactly_the_glances_naming_its_cluster(tmp_p
 
 def test_a_registration_event_wakes_the_backends_of_the_glances_naming_its_cluster(tmp_path):
     m = manager(tmp_path)
-    m.target_cluster_informers.append(
+    m.referring_informers.append(
         Cached(targeting("cluster-a"), targeting("cluster-b", name="elsewhere"))
     )
     elsewhere = backend(parent="elsewhere")
@@ -1114,3 +1114,150 @@ def test_a_mariadb_resource_turning_ready_is_a_readiness_change():
     ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     assert (ctl.readiness(database), ctl.readiness(ready)) == (False, True)
     assert ("k8s.mariadb.com/v1alpha1", "Grant") in ctl.DEPENDENT_KINDS
+
+
+# -- the MariaDB of a managed database -------------------------------------------------------
+
+
+def mariadb(
+    name: str = "mariadb", ready: bool | None = None, namespace: str = "openstack", **meta: Any
+) -> dict:
+    """A mariadb-operator MariaDB, as the API sends it (``ready`` None: no status yet)."""
+    obj = {
+        "apiVersion": ctl.DATABASE_CLUSTER_API,
+        "kind": "MariaDB",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "resourceVersion": "7",
+            **meta,
+        },
+        "spec": {"replicas": 3, "storage": {"size": "1Gi"}},
+    }
+    if ready is not None:
+        status = "True" if ready else "False"
+        obj["status"] = {"conditions": [{"type": "Ready", "status": status}]}
+    return obj
+
+
+def managed(
+    cluster: str | None, name: str = "glance", namespace: str = "openstack", target: str = ""
+) -> dict:
+    obj = targeting(target or None, name=name, namespace=namespace)
+    obj["spec"]["database"] = {"clusterRef": {"name": cluster}} if cluster else {"host": "db"}
+    return obj
+
+
+def test_a_mariadb_is_cached_as_its_identity_and_readiness():
+    entry = ctl.compact_database_cluster(mariadb(ready=True))
+    assert entry == {
+        "apiVersion": "k8s.mariadb.com/v1alpha1",
+        "kind": "MariaDB",
+        "metadata": {
+            "name": "mariadb",
+            "namespace": "openstack",
+            "uid": "uid-mariadb",
+            "resourceVersion": "7",
+        },
+        "readiness": True,
+    }
+    assert ctl.compact_database_cluster(mariadb())["readiness"] is False
+
+
+@pytest.mark.parametrize(
+    ("event", "new", "old", "wanted"),
+    [
+        (inf.ADDED, mariadb(), None, inf.ADDED),
+        (inf.DELETED, None, mariadb(ready=True), inf.DELETED),
+        (inf.MODIFIED, mariadb(ready=True, resourceVersion="8"), mariadb(), ctl.READINESS),
+        (inf.MODIFIED, mariadb(ready=False, resourceVersion="8"), mariadb(ready=True), "readiness"),
+        (inf.MODIFIED, mariadb(uid="again", resourceVersion="9"), mariadb(), ctl.READINESS),
+        # Not Ready either way (no status, then Ready=False), a label: nothing the gate reads.
+        (inf.MODIFIED, mariadb(ready=False, resourceVersion="8"), mariadb(), None),
+        (inf.MODIFIED, mariadb(ready=True, labels={"a": "b"}), mariadb(ready=True), None),
+    ],
+)
+def test_what_a_mariadb_change_is(event, new, old, wanted):
+    compact = [ctl.compact_database_cluster(o) if o else None for o in (new, old)]
+    assert ctl.database_cluster_change(event, *compact) == wanted
+
+
+def test_a_mariadb_wakes_the_glances_of_its_namespace_that_name_it():
+    glances = [
+        managed("mariadb"),
+        managed("mariadb", name="second"),
+        managed("mariadb", name="tenant", namespace="tenant"),  # another namespace's MariaDB
+        managed("other", name="other"),
+        managed(None, name="brownfield"),
+        managed("mariadb", name="edge", target="cluster-a"),  # its MariaDB is in the target
+        backend(),
+    ]
+    assert ctl.database_cluster_keys(mariadb(), WATCHED, glances) == [
+        KEY,
+        ObjectKey(GROUP, "Glance", "openstack", "second"),
+    ]
+    assert ctl.database_cluster_keys(mariadb(namespace="tenant"), WATCHED, glances) == [
+        ObjectKey(GROUP, "Glance", "tenant", "tenant")
+    ]
+    assert ctl.database_cluster_keys(mariadb("unnamed"), WATCHED, glances) == []
+
+
+def test_a_mariadb_event_wakes_its_glances_with_the_reason(tmp_path):
+    m = manager(tmp_path)
+    m.referring_informers.append(Cached(managed("mariadb"), managed("other", name="other")))
+    queue = m.controllers[(GROUP, "Glance")].queue
+    created = ctl.compact_database_cluster(mariadb())
+    ready = ctl.compact_database_cluster(mariadb(ready=True, resourceVersion="8"))
+    relabelled = ctl.compact_database_cluster(
+        mariadb(ready=True, resourceVersion="9", labels={"a": "b"})
+    )
+    for event, new, old, reason in (
+        (inf.ADDED, created, None, "database's ADDED MariaDB"),
+        (inf.MODIFIED, ready, created, "database's MODIFIED MariaDB readiness"),
+        (inf.DELETED, None, ready, "database's DELETED MariaDB"),
+    ):
+        m._database_cluster_handler(event, new, old)
+        key = queue.get(timeout=0)
+        assert (key, queue.reasons(key)) == (KEY, (reason,))
+        queue.done(key)
+        assert drain(m, "Glance") == []
+    m._database_cluster_handler(inf.MODIFIED, relabelled, ready)
+    assert drain(m, "Glance") == []
+    assert drain(m, "GlanceBackend") == []
+
+
+class ServingClient(StubClient):
+    """A ``StubClient`` whose discovery answers ``serves`` from a set (or raises)."""
+
+    def __init__(self, served: set[tuple[str, str]] | Exception) -> None:
+        super().__init__()
+        self.served = served
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        if isinstance(self.served, Exception):
+            raise self.served
+        return (api_version, kind) in self.served
+
+
+def test_the_manager_watches_mariadbs_in_the_watched_namespaces_when_served(tmp_path):
+    def informers(client, *argv: str, watches=(GLANCE_WATCH, BACKEND_WATCH)) -> list:
+        settings = parse_settings(
+            ["--watches-file", str(ROOT / "watches.yaml"), "--runner-dir", str(tmp_path), *argv],
+            environ={},
+            concurrency=1,
+        )
+        m = Manager(settings, client, watches, environ={})
+        m._watch_database_clusters(list(settings.watch_namespaces) or [None])
+        return [(i.api_version, i.kind, i.namespace, i.transform) for i in m.informers]
+
+    served = ServingClient({(ctl.DATABASE_CLUSTER_API, "MariaDB")})
+    compact = ctl.compact_database_cluster
+    assert informers(served) == [("k8s.mariadb.com/v1alpha1", "MariaDB", None, compact)]
+    assert informers(served, "--watch-namespace=openstack,tenant") == [
+        ("k8s.mariadb.com/v1alpha1", "MariaDB", "openstack", compact),
+        ("k8s.mariadb.com/v1alpha1", "MariaDB", "tenant", compact),
+    ]
+    assert informers(ServingClient(set())) == []
+    assert informers(ServingClient(ApiError(503, {}, "GET", "/apis"))) == []
+    assert informers(served, watches=(BACKEND_WATCH,)) == []

@@ -21,7 +21,6 @@ from support.tls import make_server_tls
 from test_runner_support import (
     GROUP_VERSION,
     RunnerProcess,
-    api_env,
     condition,
     config_maps,
     converged,
@@ -32,12 +31,6 @@ from test_runner_support import (
 )
 
 FINALIZER = "glance.openstack.c5c3.io/finalizer"
-
-
-@pytest.fixture
-def double_api(request, tmp_path):
-    """The test double only: for the runner's own machinery (kill, election, shutdown)."""
-    yield from api_env("double", request, tmp_path)
 
 
 @pytest.fixture

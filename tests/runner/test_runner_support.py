@@ -45,6 +45,57 @@ _namespaces = itertools.count(1)
 # -- API servers --------------------------------------------------------------------------
 
 
+REPORTING_PLAYBOOK = """\
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Write down the clusters namespace the pass got
+      ansible.builtin.copy:
+        content: "{{ clusters_namespace | default('absent') }}"
+        dest: "{{ report_dir }}/{{ ansible_operator_meta.name }}"
+        mode: "0600"
+"""
+"""A pass that only writes down what it got, so that what a test sees of a pass is the
+runner's doing: which keys it ran, woken by what, with which runner variables."""
+
+REPORTING_WATCH = """\
+- version: v1alpha1
+  group: glance.openstack.c5c3.io
+  kind: {kind}
+  playbook: report.yml
+  vars:
+    report_dir: {report_dir}
+"""
+
+
+def reporting_project(tmp_path: Path, kinds: tuple[str, ...] = ("Glance",)) -> tuple[Path, Path]:
+    """A watches file for ``kinds`` whose playbook is :data:`REPORTING_PLAYBOOK`, and the
+    directory it writes to (a file per object, named after it)."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "report.yml").write_text(REPORTING_PLAYBOOK)
+    watches = "".join(REPORTING_WATCH.format(kind=k, report_dir=reports) for k in kinds)
+    (project / "watches.yaml").write_text(watches)
+    return project, reports
+
+
+def passes(runner: RunnerProcess, controller: str = "glance") -> list[tuple[str, tuple[str, ...]]]:
+    """Every pass of ``controller`` the runner started: (name, what woke it)."""
+    return [
+        (line["key"].rpartition("/")[2], tuple(line.get("woken_by") or ()))
+        for line in runner.find("pass started", controller=controller)
+    ]
+
+
+def ended(runner: RunnerProcess, controller: str = "glance") -> int:
+    """How many passes of ``controller`` have ended (finished or failed)."""
+    return len(runner.find("pass finished", controller=controller)) + len(
+        runner.find("pass failed", controller=controller)
+    )
+
+
 def start_real_apiserver():
     """A kube-apiserver with both CRDs (skips the test, saying why, without the binaries)."""
     path, reason = assets_dir()

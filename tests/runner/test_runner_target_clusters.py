@@ -27,39 +27,18 @@ from support.target_clusters import (
     USER_SECRETS,
     Clusters,
 )
-from test_runner_support import GROUP_VERSION, RunnerProcess, wait_until
+from test_runner_support import (
+    GROUP_VERSION,
+    RunnerProcess,
+    ended,
+    passes,
+    reporting_project,
+    wait_until,
+)
 
 REGISTRATION_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 KUBECONFIG_A = "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmln"  # "apiVersion: v1\nkind: Config"
 KUBECONFIG_B = "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg=="
-
-PLAYBOOK = """\
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Write down the clusters namespace the pass got
-      ansible.builtin.copy:
-        content: "{{ clusters_namespace | default('absent') }}"
-        dest: "{{ report_dir }}/{{ ansible_operator_meta.name }}"
-        mode: "0600"
-"""
-
-WATCHES = """\
-- version: v1alpha1
-  group: glance.openstack.c5c3.io
-  kind: Glance
-  playbook: glance.yml
-  vars:
-    report_dir: {report_dir}
-"""
-BACKEND_WATCH = """\
-- version: v1alpha1
-  group: glance.openstack.c5c3.io
-  kind: GlanceBackend
-  playbook: glance.yml
-  vars:
-    report_dir: {report_dir}
-"""
 
 # Glance name -> the cluster it names (None: none).
 GLANCES = {
@@ -69,19 +48,6 @@ GLANCES = {
     "glance-local": None,
 }
 NAMING_A = ["glance-a", "glance-a2"]
-
-
-def reporting_project(tmp_path, backends: bool = False):
-    """The test's watches file and playbook (which writes down what it got), and the
-    directory the playbook writes to; with ``backends``, GlanceBackends are watched too."""
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "glance.yml").write_text(PLAYBOOK)
-    watches = WATCHES + (BACKEND_WATCH if backends else "")
-    (project / "watches.yaml").write_text(watches.format(report_dir=reports))
-    return project, reports
 
 
 @pytest.fixture(params=[False, True], ids=["glances", "with-backends"])
@@ -106,7 +72,8 @@ def scene(api, tmp_path, request):
             child["metadata"] = {"name": f"{name}-s3", "namespace": api.namespace}
             child["spec"]["glanceRef"] = {"name": name}
             api.client.create(child)
-    project, reports = reporting_project(tmp_path, backends)
+    kinds = ("Glance", "GlanceBackend") if backends else ("Glance",)
+    project, reports = reporting_project(tmp_path, kinds)
     runner = RunnerProcess(
         api,
         tmp_path,
@@ -131,20 +98,6 @@ def secret(name: str, namespace: str, data: str = KUBECONFIG_A, labelled: bool =
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "data": {"kubeconfig": data},
     }
-
-
-def passes(runner: RunnerProcess, controller: str = "glance") -> list[tuple[str, tuple[str, ...]]]:
-    """Every pass of ``controller`` the runner started: (name, what woke it)."""
-    return [
-        (line["key"].rpartition("/")[2], tuple(line.get("woken_by") or ()))
-        for line in runner.find("pass started", controller=controller)
-    ]
-
-
-def ended(runner: RunnerProcess, controller: str = "glance") -> int:
-    return len(runner.find("pass finished", controller=controller)) + len(
-        runner.find("pass failed", controller=controller)
-    )
 
 
 def wake(runner: RunnerProcess, change, event: str, backends: bool) -> None:
@@ -305,10 +258,7 @@ def test_a_namespace_scoped_runner_does_not_watch_another_namespaces_registratio
     """``WATCH_NAMESPACE`` without the clusters namespace: no registration watch (its Role
     could not list there), and the log says why."""
     api.ensure_namespace()
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "glance.yml").write_text(PLAYBOOK)
-    (project / "watches.yaml").write_text(WATCHES.format(report_dir=tmp_path))
+    project, _ = reporting_project(tmp_path)
     runner = RunnerProcess(api, tmp_path, args=("--watches-file", str(project / "watches.yaml")))
     runner.start()
     try:

@@ -25,7 +25,6 @@ from support.api_env import sample_documents
 from test_runner_support import (
     ROOT,
     RunnerProcess,
-    api_env,
     processes_naming,
     reported,
     wait_until,
@@ -412,11 +411,6 @@ def test_glance_passes_through_the_warm_server_match_cold_ones(api, warm, tmp_pa
         assert recaps[0] == recaps[1], number
         assert w.outcome == c.outcome, number
     assert hot[0].outcome.requeue_after is not None  # the runner's requeue came through
-
-
-@pytest.fixture
-def double_api(request, tmp_path):
-    yield from api_env("double", request, tmp_path)
 
 
 @pytest.mark.parametrize("setting", ["true", "false"])
