@@ -60,6 +60,15 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
   kinds) and keeps identity and readiness only (:func:`compact_database_cluster`). A
   Glance with a target cluster reads its MariaDB there, where nothing is watched.
 
+* **a Secret or ConfigMap a spec names** wakes the Glances of its namespace that read it
+  (database and service-user Secrets, the policy ConfigMap, the credentials of an attached
+  backend) and the GlanceBackends whose credentials it is, when it is created, deleted or
+  written (:func:`reference_change`, :func:`referenced_keys`): the reference's
+  ``Watches(Secret)`` through its indexes. Watched as metadata only
+  (``PartialObjectMetadata``; :func:`compact_reference` keeps identity and version), so the
+  runner never receives what they hold; any write counts, as the metadata cannot tell a
+  data change from another. Not for a Glance with a target cluster, nor its backends.
+
 Dependent objects are cached in compact form (:func:`compact_dependent`: identity, owner
 references, a digest of everything the predicate compares and the readiness), as
 client-go's informer transforms allow, so the runner never holds the data of the Secrets
@@ -75,9 +84,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import upgrade
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.backend_projection import (
+    credentials_secret,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import KINDS
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state
-from ansible_collections.c5c3.glance.plugins.module_utils.passes import glancebackend_pass
+from ansible_collections.c5c3.glance.plugins.module_utils.passes import (
+    glancebackend_pass,
+    pass_reads,
+)
 from runner.endpoints.metrics import (
     RESULT_ERROR,
     RESULT_REQUEUE,
@@ -89,6 +104,8 @@ from runner.kube.informer import ADDED, DELETED
 from runner.kube.watches import Watch
 from runner.kube.workqueue import HIGH_PRIORITY, LOW_PRIORITY, ObjectKey
 from runner.passes.extravars import RunOutcome
+
+GLANCE_GROUP = "glance.openstack.c5c3.io"
 
 DEPENDENT_KINDS: tuple[tuple[str, str], ...] = tuple(
     dict.fromkeys((kind.api_version, kind.kind) for kind in KINDS.values())
@@ -474,6 +491,78 @@ def database_cluster_keys(
         if database_cluster_name(obj) == name:
             keys.append(ObjectKey(group, kind, namespace, _meta(obj)["name"]))
     return list(dict.fromkeys(keys))
+
+
+# -- the Secrets and ConfigMaps a spec names -------------------------------------------------
+
+REFERENCED_KINDS: tuple[tuple[str, str], ...] = (("v1", "Secret"), ("v1", "ConfigMap"))
+"""The kinds of the inputs a spec names (``pass_reads.referenced_secrets``,
+``referenced_configmaps``, a backend's credentials): watched metadata only."""
+REFERENCED = "referenced"
+"""The relation of a wake by a Secret or ConfigMap the object's spec names."""
+
+
+def compact_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The informer's cache entry of a Secret or ConfigMap (its transform over the
+    ``PartialObjectMetadata`` the server sends): identity and ``resourceVersion``."""
+    meta = _meta(obj)
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            name: meta[name]
+            for name in ("name", "namespace", "uid", "resourceVersion")
+            if name in meta
+        },
+    }
+
+
+def reference_change(
+    event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> bool:
+    """Whether a referenced object's event may change what a pass reads: created, deleted,
+    or written (a new ``resourceVersion``: with the metadata alone, any write may have
+    changed the data; a relist that finds it unchanged says nothing)."""
+    if event in (ADDED, DELETED) or new is None or old is None:
+        return True
+    return _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
+
+
+def referenced_keys(
+    reference: Mapping[str, Any],
+    watched: Mapping[tuple[str, str], Watch],
+    glances: Iterable[Mapping[str, Any]],
+    backends: Iterable[Mapping[str, Any]],
+) -> list[ObjectKey]:
+    """The keys of the Glances and GlanceBackends of ``reference``'s namespace whose passes
+    read it: a Glance's database and service-user Secrets, its attached backends' S3
+    credentials and its policy ConfigMap; a backend's credentials Secret. Not a Glance with
+    a target cluster, nor its backends: they read their Secrets there."""
+    meta = _meta(reference)
+    kind, name, namespace = reference.get("kind"), meta.get("name"), meta.get("namespace")
+    local = [g for g in glances if _meta(g).get("namespace") == namespace]
+    attached = [b for b in backends if _meta(b).get("namespace") == namespace]
+    targeted = {_meta(g).get("name") for g in local if target_cluster_name(g)}
+    keys: list[ObjectKey] = []
+    if (GLANCE_GROUP, "Glance") in watched:
+        for glance in local:
+            if glance.get("kind") != "Glance" or target_cluster_name(glance):
+                continue
+            if kind == "Secret":
+                names = pass_reads.referenced_secrets(glance, attached)
+            else:
+                names = pass_reads.referenced_configmaps(glance)
+            if name in names:
+                keys.append(ObjectKey(GLANCE_GROUP, "Glance", namespace, _meta(glance)["name"]))
+    if kind == "Secret" and (GLANCE_GROUP, "GlanceBackend") in watched:
+        for backend in attached:
+            if backend.get("kind") != "GlanceBackend" or _parent_name(backend) in targeted:
+                continue
+            if credentials_secret(backend) == name:
+                keys.append(
+                    ObjectKey(GLANCE_GROUP, "GlanceBackend", namespace, _meta(backend)["name"])
+                )
+    return keys
 
 
 CHANGED = "changed"

@@ -398,6 +398,7 @@ class Manager:
                 self.informers.append(primary)
         self._watch_registrations()
         self._watch_database_clusters(namespaces)
+        self._watch_references(namespaces)
         for api_version, kind in ctl.dependent_kinds(self.watches):
             try:
                 served = self.client.serves(api_version, kind)
@@ -514,6 +515,29 @@ class Manager:
                 )
             )
 
+    def _watch_references(self, namespaces: list[str | None]) -> None:
+        """The metadata informers of the Secrets and ConfigMaps of the watched namespaces
+        (``controller.REFERENCED_KINDS``): the inputs a Glance's or a backend's spec names
+        wake it when they are created, deleted or written. Metadata only: their data never
+        reaches the runner, and the cache keeps identity and version."""
+        if not {(ctl.GLANCE_GROUP, "Glance"), (ctl.GLANCE_GROUP, "GlanceBackend")} & set(
+            self.watched
+        ):
+            return
+        for api_version, kind in ctl.REFERENCED_KINDS:
+            for namespace in namespaces:
+                self.informers.append(
+                    Informer(
+                        self.client,
+                        api_version,
+                        kind,
+                        namespace,
+                        self._reference_handler,
+                        transform=ctl.compact_reference,
+                        metadata_only=True,
+                    )
+                )
+
     # -- events ----------------------------------------------------------------------------
     def _enqueue(self, key: ObjectKey, reason: str, source: dict | None) -> None:
         controller = self.controllers.get((key.group, key.kind))
@@ -611,6 +635,20 @@ class Manager:
         detail = ctl.READINESS if change == ctl.READINESS else ""
         reason = ctl.event_reason("MariaDB", event, ctl.DATABASE_CLUSTER, detail)
         for key in ctl.database_cluster_keys(source or {}, self.watched, objects):
+            self._enqueue(key, reason, source)
+
+    def _reference_handler(self, event: str, new: dict | None, old: dict | None) -> None:
+        """A Secret or ConfigMap created, deleted or written wakes the Glances and backends
+        of its namespace whose specs name it (from the watched kinds' caches): a rotated
+        password rolls the pods now, not at the next periodic pass; a Glance waiting for a
+        Secret goes on once it exists."""
+        if not ctl.reference_change(event, new, old):
+            return
+        source = new if new is not None else old
+        glances = [item for informer in self.referring_informers for item in informer.items()]
+        backends = [item for informer in self.child_informers for item in informer.items()]
+        reason = ctl.event_reason(str((source or {}).get("kind")), event, ctl.REFERENCED)
+        for key in ctl.referenced_keys(source or {}, self.watched, glances, backends):
             self._enqueue(key, reason, source)
 
     def _job_handler(self, informer: Informer):

@@ -20,7 +20,8 @@ object as changed on a relist, has no transform, backoff or synced signal: docs/
 The handler is called from the informer's thread, one event at a time, with
 ``(event, new, old)``: ``new`` is None for ``DELETED``, ``old`` None for ``ADDED``. A
 ``transform`` (client-go's ``SetTransform``) shrinks each object before it is kept and
-before the handler sees it.
+before the handler sees it. With ``metadata_only`` the list and the watch ask the server for
+``PartialObjectMetadata`` (client-go's metadata informer): the objects' data never arrives.
 
 ``stop()`` asks the thread to end; a watch blocked on a quiet stream notices at the next
 event, bookmark or the end of the stream (``timeoutSeconds``), so stopping does not wait
@@ -68,6 +69,7 @@ class Informer:
         *,
         label_selector: str | None = None,
         transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        metadata_only: bool = False,
         watch_timeout: tuple[int, int] = (MIN_WATCH_TIMEOUT, 2 * MIN_WATCH_TIMEOUT),
         backoff: tuple[float, float] = (BACKOFF_START, BACKOFF_CAP),
         rng: random.Random | None = None,
@@ -79,6 +81,9 @@ class Informer:
         self.handler = handler
         self.label_selector = label_selector or None
         self.transform = transform
+        self.metadata_only = metadata_only
+        """List and watch the objects' ``metadata`` alone (client-go's metadata informer):
+        what a Secret holds never reaches the process."""
         self.watch_timeout = watch_timeout
         self.backoff = backoff
         self.rng = rng or random.Random()
@@ -94,7 +99,8 @@ class Informer:
     @property
     def name(self) -> str:
         where = self.namespace or "*"
-        return f"{self.kind}.{self.api_version}@{where}"
+        metadata = "/metadata" if self.metadata_only else ""
+        return f"{self.kind}.{self.api_version}{metadata}@{where}"
 
     def start(self) -> Informer:
         self._thread = threading.Thread(target=self._run, name=f"informer {self.name}", daemon=True)
@@ -118,6 +124,9 @@ class Informer:
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
             return self._cache.get((namespace, name))
+
+    def _metadata_only(self) -> dict[str, bool]:
+        return {"metadata_only": True} if self.metadata_only else {}
 
     # -- the loop --------------------------------------------------------------------------
     def _run(self) -> None:
@@ -157,7 +166,11 @@ class Informer:
 
     def _list(self) -> None:
         answer = self.client.list_object(
-            self.api_version, self.kind, self.namespace, label_selector=self.label_selector
+            self.api_version,
+            self.kind,
+            self.namespace,
+            label_selector=self.label_selector,
+            **self._metadata_only(),
         )
         self.lists += 1
         listed: dict[tuple[str, str], dict[str, Any]] = {}
@@ -195,6 +208,7 @@ class Informer:
             resource_version=self._resource_version or None,
             label_selector=self.label_selector,
             timeout_seconds=timeout,
+            **self._metadata_only(),
         )
         events = 0
         try:

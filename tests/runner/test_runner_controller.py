@@ -1261,3 +1261,145 @@ def test_the_manager_watches_mariadbs_in_the_watched_namespaces_when_served(tmp_
     assert informers(ServingClient(set())) == []
     assert informers(ServingClient(ApiError(503, {}, "GET", "/apis"))) == []
     assert informers(served, watches=(BACKEND_WATCH,)) == []
+
+
+# -- the Secrets and ConfigMaps a spec names -------------------------------------------------
+
+
+def meta_only(kind: str, name: str, namespace: str = "openstack", rv: str = "7") -> dict:
+    """A Secret or ConfigMap as a metadata informer hands it out."""
+    return ctl.compact_reference(
+        {
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": f"uid-{name}",
+                "resourceVersion": rv,
+                "managedFields": [{"manager": "kubectl"}],
+            },
+        }
+    )
+
+
+def naming(name: str = "glance", target: str = "", **spec: Any) -> dict:
+    obj = targeting(target or None, name=name)
+    obj["spec"].update(
+        database={"host": "db", "secretRef": {"name": f"{name}-db"}},
+        serviceUser={"secretRef": {"name": f"{name}-user"}},
+        **spec,
+    )
+    return obj
+
+
+def credentials(name: str, parent: str, secret: str) -> dict:
+    obj = backend(parent=parent)
+    obj["metadata"]["name"] = name
+    obj["spec"]["s3"] = {"credentialsSecretRef": {"name": secret}}
+    return obj
+
+
+def test_a_referenced_object_is_cached_as_its_identity_and_version():
+    assert meta_only("Secret", "glance-db") == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "glance-db",
+            "namespace": "openstack",
+            "uid": "uid-glance-db",
+            "resourceVersion": "7",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("event", "new", "old", "wanted"),
+    [
+        (inf.ADDED, meta_only("Secret", "a"), None, True),
+        (inf.DELETED, None, meta_only("Secret", "a"), True),
+        (inf.MODIFIED, meta_only("Secret", "a", rv="8"), meta_only("Secret", "a"), True),
+        # A relist that finds it as it was.
+        (inf.MODIFIED, meta_only("Secret", "a"), meta_only("Secret", "a"), False),
+    ],
+)
+def test_what_a_referenced_objects_change_is(event, new, old, wanted):
+    assert ctl.reference_change(event, new, old) is wanted
+
+
+def test_a_referenced_object_wakes_what_reads_it():
+    policy = {"configMapRef": {"name": "policy"}}
+    glances = [
+        naming(policyOverrides=policy),
+        naming("edge", target="cluster-a", policyOverrides=policy),
+        naming("other"),
+    ]
+    backends = [
+        credentials("s3", "glance", "s3-keys"),
+        credentials("edge-s3", "edge", "s3-keys"),
+        credentials("orphan", "gone", "s3-keys"),
+    ]
+    glance_key = KEY
+
+    def keys(kind: str, name: str, namespace: str = "openstack", watched=WATCHED) -> list:
+        reference = meta_only(kind, name, namespace)
+        return ctl.referenced_keys(reference, watched, glances, backends)
+
+    def backend_key(name: str) -> ObjectKey:
+        return ObjectKey(GROUP, "GlanceBackend", "openstack", name)
+
+    assert keys("Secret", "glance-db") == [glance_key]
+    assert keys("Secret", "glance-user") == [glance_key]
+    assert keys("Secret", "other-db") == [ObjectKey(GROUP, "Glance", "openstack", "other")]
+    assert keys("Secret", "edge-db") == []  # read in the target cluster
+    # The S3 credentials: the Glance the backend is attached to, and the backends (not the
+    # targeted Glance's; a backend whose parent is not there still reports it).
+    assert keys("Secret", "s3-keys") == [glance_key, backend_key("s3"), backend_key("orphan")]
+    assert keys("ConfigMap", "policy") == [glance_key]
+    assert keys("ConfigMap", "glance-db") == []  # a ConfigMap of a Secret's name
+    assert keys("Secret", "unnamed") == []
+    assert keys("Secret", "glance-db", namespace="tenant") == []
+    backends_only = {k: w for k, w in WATCHED.items() if k[1] == "GlanceBackend"}
+    assert keys("Secret", "s3-keys", watched=backends_only) == [
+        backend_key("s3"),
+        backend_key("orphan"),
+    ]
+
+
+def test_a_referenced_objects_event_wakes_with_the_reason(tmp_path):
+    m = manager(tmp_path)
+    m.referring_informers.append(Cached(naming()))
+    m.child_informers.append(Cached(credentials("s3", "glance", "s3-keys")))
+    first = meta_only("Secret", "glance-db")
+    m._reference_handler(inf.MODIFIED, meta_only("Secret", "glance-db", rv="8"), first)
+    queue = m.controllers[(GROUP, "Glance")].queue
+    key = queue.get(timeout=0)
+    assert (key, queue.reasons(key)) == (KEY, ("referenced MODIFIED Secret",))
+    queue.done(key)
+    m._reference_handler(inf.MODIFIED, first, first)  # unchanged: nothing
+    assert drain(m, "Glance") == []
+    m._reference_handler(inf.DELETED, None, meta_only("Secret", "s3-keys"))
+    assert drain(m, "Glance") == [KEY]
+    assert drain(m, "GlanceBackend") == [ObjectKey(GROUP, "GlanceBackend", "openstack", "s3")]
+
+
+def test_the_manager_watches_the_metadata_of_secrets_and_configmaps(tmp_path):
+    settings = parse_settings(
+        [
+            "--watches-file",
+            str(ROOT / "watches.yaml"),
+            "--runner-dir",
+            str(tmp_path),
+            "--watch-namespace=openstack,tenant",
+        ],
+        environ={},
+        concurrency=1,
+    )
+    m = Manager(settings, StubClient(), (GLANCE_WATCH, BACKEND_WATCH), environ={})
+    m._watch_references(["openstack", "tenant"])
+    assert [(i.kind, i.namespace, i.metadata_only, i.transform) for i in m.informers] == [
+        ("Secret", "openstack", True, ctl.compact_reference),
+        ("Secret", "tenant", True, ctl.compact_reference),
+        ("ConfigMap", "openstack", True, ctl.compact_reference),
+        ("ConfigMap", "tenant", True, ctl.compact_reference),
+    ]

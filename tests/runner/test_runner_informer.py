@@ -303,3 +303,51 @@ def test_on_a_real_apiserver_restarted_over_a_compacted_etcd_it_relists(informer
     kinds = sorted((kind, name) for kind, name, _, _ in seen.events)
     assert kinds == [(ADDED, "a"), (ADDED, "b"), (ADDED, "c"), (DELETED, "b"), (MODIFIED, "a")]
     assert sorted(o["metadata"]["name"] for o in informer.items()) == ["a", "c"]
+
+
+@pytest.mark.integration
+def test_a_metadata_informer_never_receives_a_secrets_data(real_apiserver, tmp_path):
+    """``metadata_only`` on a real kube-apiserver: the list and the watch events carry the
+    Secrets' metadata (``PartialObjectMetadata``, labelled back as ``v1`` ``Secret``), never
+    their data, and the events are the usual ones."""
+    server = real_apiserver
+    namespace = f"metadata-{tmp_path.name[-20:].lower().strip('-_')}".replace("_", "-")
+    server.client.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    secrets = f"/api/v1/namespaces/{namespace}/secrets"
+    server.client.create(secrets, {"metadata": {"name": "a"}, "stringData": {"pw": "first-pw"}})
+    client = KubeClient.from_environment(str(server.write_kubeconfig(tmp_path / "kubeconfig")))
+    handed: list[dict] = []
+    seen = Recorder()
+
+    def handler(kind: str, new: dict | None, old: dict | None) -> None:
+        handed.extend(o for o in (new, old) if o is not None)
+        seen(kind, new, old)
+
+    informer = Informer(client, "v1", "Secret", namespace, handler, metadata_only=True).start()
+    try:
+        wait_until(informer.synced.is_set, what="the first list")
+        server.client.request(
+            "PATCH",
+            f"{secrets}/a",
+            {"stringData": {"pw": "second-pw"}},
+            content_type="application/merge-patch+json",
+        )
+        server.client.create(secrets, {"metadata": {"name": "b"}, "stringData": {"pw": "b-pw"}})
+        server.client.delete(f"{secrets}/a")
+        wait_until(lambda: len(seen.events) == 4, timeout=60, what="the changes")
+    finally:
+        informer.stop(timeout=10)
+        server.client.delete(f"/api/v1/namespaces/{namespace}")
+    assert [(kind, name) for kind, name, _, _ in seen.events] == [
+        (ADDED, "a"),
+        (MODIFIED, "a"),
+        (ADDED, "b"),
+        (DELETED, "a"),
+    ]
+    for obj in handed:
+        assert (obj["apiVersion"], obj["kind"]) == ("v1", "Secret"), obj
+        assert set(obj) == {"apiVersion", "kind", "metadata"}, obj
+    text = repr(handed)
+    for value in (b"first-pw", b"second-pw", b"b-pw"):
+        assert value.decode() not in text and base64.b64encode(value).decode() not in text
+    assert informer.name == f"Secret.v1/metadata@{namespace}"

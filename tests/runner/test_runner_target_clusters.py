@@ -244,14 +244,15 @@ def test_with_target_clusters_off_a_pass_gets_an_empty_clusters_namespace(no_clu
     wait_until(lambda: ended(runner) == 1, what="the Glance's first pass")
     assert (reports / "glance-a").read_text() == ""
     assert not runner.find("watching target cluster registrations")
-    # The runner's Secret informers: the dependents' of the watched namespace alone.
+    # The runner's Secret informers: the dependents' and the metadata of the watched
+    # namespace's alone, none in a clusters namespace.
     runner.wait_for("informers synced")
     secrets = [
         line["informer"]
         for line in runner.find("synced")
         if line.get("informer", "").startswith("Secret.")
     ]
-    assert secrets == [f"Secret.v1@{api.namespace}"]
+    assert sorted(secrets) == [f"Secret.v1/metadata@{api.namespace}", f"Secret.v1@{api.namespace}"]
 
 
 def test_a_namespace_scoped_runner_does_not_watch_another_namespaces_registrations(api, tmp_path):

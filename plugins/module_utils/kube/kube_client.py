@@ -99,6 +99,11 @@ KNOWN_RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("customresourcedefinitions", False),
 }
 
+METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+"""What to ask for to get objects' ``metadata`` alone (client-go's metadata informers):
+the API server answers a watch and a list with ``PartialObjectMetadata`` items."""
+
 
 class KubeConfigError(Exception):
     """The connection settings cannot be used; the message says which and why."""
@@ -489,11 +494,12 @@ class KubeClient:
         body: Any,
         content_type: str,
         timeout: float | tuple[float, float],
+        accept: str = "application/json",
     ) -> Any:
         """One ``call_api``; the library's response with the body still unread. Transport
         failures (refused, reset, TLS) become ``ConnectionError``, an ``OSError`` as the
         callers expect of an API server that is away."""
-        headers = {"Accept": "application/json", **self._auth_headers()}
+        headers = {"Accept": accept, **self._auth_headers()}
         if body is not None:
             headers["Content-Type"] = content_type
             if isinstance(body, bytes | str):
@@ -521,13 +527,14 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        accept: str = "application/json",
     ) -> Response:
         """One request; the answer whatever its status."""
         url = self.url_path(path, query)
         self.requests += 1
         if method in WRITE_METHODS:
             self.writes += 1
-        answer = self._send(method, url, body, content_type, timeout or self.timeout)
+        answer = self._send(method, url, body, content_type, timeout or self.timeout, accept)
         try:
             data = answer.read()
         except urllib3.exceptions.HTTPError as exc:
@@ -641,17 +648,24 @@ class KubeClient:
         namespace: str | None = None,
         label_selector: str | Mapping[str, str] | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
-        """The List object (``metadata.resourceVersion`` is where a watch starts)."""
+        """The List object (``metadata.resourceVersion`` is where a watch starts). With
+        ``metadata_only`` the server sends each item's ``metadata`` alone
+        (``PartialObjectMetadata``: a Secret's data never crosses the wire); the items are
+        still labelled with ``api_version`` and ``kind``."""
         if isinstance(label_selector, Mapping):
             label_selector = ",".join(f"{k}={v}" for k, v in sorted(label_selector.items()))
         answer = self.request(
             "GET",
             self.path(api_version, kind, namespace),
             query={"labelSelector": label_selector or None, "fieldSelector": field_selector},
+            accept=METADATA_LIST_ACCEPT if metadata_only else "application/json",
         )
         items = answer.get("items") or []
         for item in items:
+            if metadata_only:
+                item.update(apiVersion=api_version, kind=kind)
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
         answer["items"] = items
@@ -739,9 +753,11 @@ class KubeClient:
         resource_version: str | None = None,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        metadata_only: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """Watch events (``{"type", "object"}``, plain dicts) until the server ends the
-        stream.
+        stream; with ``metadata_only``, of the objects' ``metadata`` alone (as
+        ``list_object``'s, labelled with ``api_version`` and ``kind``).
 
         A connection of its own for as long as the stream is open; lines are split by the
         library's ``iter_resp_lines``. An ``ERROR`` event is yielded as it comes (410 Gone:
@@ -759,14 +775,19 @@ class KubeClient:
             },
         )
         self.requests += 1
-        answer = self._send("GET", url, None, "", (self.timeout, timeout_seconds + 30))
+        accept = METADATA_ACCEPT if metadata_only else "application/json"
+        answer = self._send("GET", url, None, "", (self.timeout, timeout_seconds + 30), accept)
         stream = answer.response
         try:
             if answer.status != 200:
                 raise ApiError(answer.status, _status_of(answer.read()), "GET", url)
             for line in iter_resp_lines(stream):
                 if line.strip():
-                    yield json.loads(line)
+                    event = json.loads(line)
+                    obj = event.get("object")
+                    if metadata_only and event.get("type") != "ERROR" and isinstance(obj, dict):
+                        obj.update(apiVersion=api_version, kind=kind)
+                    yield event
         except (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ProtocolError):
             return
         finally:
