@@ -53,12 +53,16 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
 * **a Glance's MariaDB** (``k8s.mariadb.com`` ``MariaDB``, managed database mode) wakes
   the Glances of its namespace whose ``spec.database.clusterRef.name`` is its name when it
   is created, deleted or recreated, or its ``Ready`` condition flips
-  (:func:`database_cluster_change`, :func:`database_cluster_keys`): the pass's gate
+  (:func:`readiness_change`, :func:`database_cluster_keys`): the pass's gate
   (``ClusterNotReady``) reads nothing else of it. A Glance waiting for its MariaDB goes on
   at once instead of at its 30 s poll: the reference's ``Watches(MariaDB)``. The informer
   exists when the cluster serves the kind when the runner starts (as for the dependent
-  kinds) and keeps identity and readiness only (:func:`compact_database_cluster`). A
+  kinds) and keeps identity and readiness only (:func:`compact_readiness`). A
   Glance with a target cluster reads its MariaDB there, where nothing is watched.
+
+* **a Glance's secret store** (external-secrets' ``ClusterSecretStore`` or
+  ``SecretStore``) wakes the Glances it gates (:func:`secret_store_keys`) on the same
+  events as a MariaDB (:func:`readiness_change`): the reference's store watches.
 
 * **a Secret or ConfigMap a spec names** wakes the Glances of its namespace that read it
   (database and service-user Secrets, the policy ConfigMap, the credentials of an attached
@@ -83,7 +87,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import upgrade
+from ansible_collections.c5c3.glance.plugins.module_utils.desired import (
+    glance_secrets,
+    upgrade,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.backend_projection import (
     credentials_secret,
 )
@@ -435,9 +442,10 @@ DATABASE_CLUSTER = "database's"
 """The relation of a wake by a Glance's MariaDB (:func:`event_reason`)."""
 
 
-def compact_database_cluster(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The informer's cache entry of a MariaDB (its transform): identity and whether it is
-    Ready, all the Glance pass reads of it (the gate, ``ClusterNotReady``)."""
+def compact_readiness(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The informer's cache entry of a MariaDB or a secret store (its transform): identity
+    and whether it is Ready, all the Glance pass reads of it (the gates,
+    ``ClusterNotReady`` and ``SecretStoreNotReady``)."""
     meta = _meta(obj)
     return {
         "apiVersion": obj.get("apiVersion"),
@@ -451,12 +459,12 @@ def compact_database_cluster(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def database_cluster_change(
+def readiness_change(
     event: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
 ) -> str | None:
-    """Why a MariaDB's event (compact entries) wakes the Glances on it: ``ADDED``,
-    ``DELETED``, :data:`READINESS` (its ``Ready`` flipped, or it was recreated); None for
-    any other change, which the pass does not read."""
+    """Why a MariaDB's or a secret store's event (compact entries) wakes the Glances on it:
+    ``ADDED``, ``DELETED``, :data:`READINESS` (its ``Ready`` flipped, or it was recreated);
+    None for any other change, which the pass does not read."""
     if event in (ADDED, DELETED):
         return event
     if new is None or old is None or _meta(old).get("uid") != _meta(new).get("uid"):
@@ -491,6 +499,45 @@ def database_cluster_keys(
         if database_cluster_name(obj) == name:
             keys.append(ObjectKey(group, kind, namespace, _meta(obj)["name"]))
     return list(dict.fromkeys(keys))
+
+
+# -- the secret store of external-secrets ----------------------------------------------------
+
+SECRET_STORE_KINDS: tuple[str, ...] = (
+    glance_secrets.CLUSTER_SECRET_STORE,
+    glance_secrets.SECRET_STORE,
+)
+"""The external-secrets stores a Glance is gated on (``glance_secrets.selected_store``)."""
+SECRET_STORE = "store's"
+"""The relation of a wake by a Glance's secret store (:func:`event_reason`)."""
+
+
+def secret_store_keys(
+    store: Mapping[str, Any],
+    watched: Mapping[tuple[str, str], Watch],
+    objects: Iterable[Mapping[str, Any]],
+) -> list[ObjectKey]:
+    """The keys of the Glances gated on ``store``: those whose ``spec.secretStoreRef``
+    names it (a SecretStore: in its namespace), and for the default ClusterSecretStore
+    ``openbao-cluster-store`` those that name none (its existence gates them). Not a
+    Glance with a target cluster: it reads its store there."""
+    if (GLANCE_GROUP, "Glance") not in watched:
+        return []
+    meta = _meta(store)
+    kind, name = store.get("kind"), meta.get("name")
+    keys: list[ObjectKey] = []
+    for obj in objects:
+        if obj.get("kind") != "Glance" or target_cluster_name(obj):
+            continue
+        if kind != glance_secrets.CLUSTER_SECRET_STORE and (
+            _meta(obj).get("namespace") != meta.get("namespace")
+        ):
+            continue
+        if glance_secrets.selected_store(obj)[:2] == (kind, name):
+            keys.append(
+                ObjectKey(GLANCE_GROUP, "Glance", _meta(obj)["namespace"], _meta(obj)["name"])
+            )
+    return keys
 
 
 # -- the Secrets and ConfigMaps a spec names -------------------------------------------------

@@ -44,6 +44,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
+    CLUSTER_SECRET_STORE,
+    EXTERNAL_SECRETS_API,
+    SECRET_STORE,
+)
 from runner import controller as ctl
 from runner.endpoints.metrics import RunnerMetrics
 from runner.endpoints.metrics_feed import (
@@ -397,7 +402,7 @@ class Manager:
                     self.referring_informers.append(primary)
                 self.informers.append(primary)
         self._watch_registrations()
-        self._watch_database_clusters(namespaces)
+        self._watch_gates(namespaces)
         self._watch_references(namespaces)
         for api_version, kind in ctl.dependent_kinds(self.watches):
             try:
@@ -488,32 +493,42 @@ class Manager:
             label_selector=ctl.REGISTRATION_SELECTOR,
         )
 
-    def _watch_database_clusters(self, namespaces: list[str | None]) -> None:
-        """The informers of the MariaDBs managed-mode Glances name (``database.clusterRef``),
-        in the watched namespaces, compact (identity and readiness), when a Glance is
-        watched and the cluster serves mariadb-operator's MariaDB."""
-        if not ctl.DATABASE_CLUSTER_KINDS & set(self.watched):
+    def _watch_gates(self, namespaces: list[str | None]) -> None:
+        """The informers of what a Glance's gates wait for, compact (identity and
+        readiness), where the cluster serves the kind and a Glance is watched: the MariaDBs
+        managed-mode Glances name (``database.clusterRef``) and the external-secrets
+        SecretStores in the watched namespaces; the ClusterSecretStores when every
+        namespace is watched (a namespace-scoped install may not list a cluster-scoped
+        kind; its Glances see their store's readiness at the gate's 15 s poll)."""
+        if (ctl.GLANCE_GROUP, "Glance") not in self.watched:
             return
-        api_version, kind = ctl.DATABASE_CLUSTER_API, ctl.DATABASE_CLUSTER_KIND
-        try:
-            served = self.client.serves(api_version, kind)
-        except Exception as error:
-            log.warning("cannot discover MariaDB", api_version=api_version, error=str(error))
-            served = False
-        if not served:
-            log.info("MariaDB not served, not watched", api_version=api_version)
-            return
-        for namespace in namespaces:
-            self.informers.append(
-                Informer(
-                    self.client,
-                    api_version,
-                    kind,
-                    namespace,
-                    self._database_cluster_handler,
-                    transform=ctl.compact_database_cluster,
+        mariadb = (ctl.DATABASE_CLUSTER_API, ctl.DATABASE_CLUSTER_KIND)
+        gates = [(mariadb, namespaces, ctl.DATABASE_CLUSTER, ctl.database_cluster_keys)]
+        stores = [((EXTERNAL_SECRETS_API, SECRET_STORE), namespaces)]
+        if namespaces == [None]:
+            stores.append(((EXTERNAL_SECRETS_API, CLUSTER_SECRET_STORE), [None]))
+        gates += [(gvk, where, ctl.SECRET_STORE, ctl.secret_store_keys) for gvk, where in stores]
+        for (api_version, kind), where, relation, keys_of in gates:
+            try:
+                served = self.client.serves(api_version, kind)
+            except Exception as error:
+                log.warning(f"cannot discover {kind}", api_version=api_version, error=str(error))
+                served = False
+            if not served:
+                log.info(f"{kind} not served, not watched", api_version=api_version)
+                continue
+            handler = self._gate_handler(kind, relation, keys_of)
+            for namespace in where:
+                self.informers.append(
+                    Informer(
+                        self.client,
+                        api_version,
+                        kind,
+                        namespace,
+                        handler,
+                        transform=ctl.compact_readiness,
+                    )
                 )
-            )
 
     def _watch_references(self, namespaces: list[str | None]) -> None:
         """The metadata informers of the Secrets and ConfigMaps of the watched namespaces
@@ -623,19 +638,24 @@ class Manager:
             for key in ctl.child_keys(owner, self.watched, children):
                 self._enqueue(key, reason, source)
 
-    def _database_cluster_handler(self, event: str, new: dict | None, old: dict | None) -> None:
-        """A MariaDB created, deleted or turning Ready (or not) wakes the Glances of its
-        namespace whose ``database.clusterRef`` names it, from the Glance informers'
-        caches: a Glance waiting at ``ClusterNotReady`` goes on at once."""
-        change = ctl.database_cluster_change(event, new, old)
-        if change is None:
-            return
-        source = new if new is not None else old
-        objects = [item for informer in self.referring_informers for item in informer.items()]
-        detail = ctl.READINESS if change == ctl.READINESS else ""
-        reason = ctl.event_reason("MariaDB", event, ctl.DATABASE_CLUSTER, detail)
-        for key in ctl.database_cluster_keys(source or {}, self.watched, objects):
-            self._enqueue(key, reason, source)
+    def _gate_handler(self, kind: str, relation: str, keys_of: Callable[..., list[ObjectKey]]):
+        """The handler of a gate's informer: the object created, deleted or turning Ready
+        (or not) wakes the Glances ``keys_of`` finds in the Glance informers' caches
+        (``controller.database_cluster_keys``, ``secret_store_keys``): a Glance waiting at
+        ``ClusterNotReady`` or ``SecretStoreNotReady`` goes on at once."""
+
+        def handle(event: str, new: dict | None, old: dict | None) -> None:
+            change = ctl.readiness_change(event, new, old)
+            if change is None:
+                return
+            source = new if new is not None else old
+            objects = [item for informer in self.referring_informers for item in informer.items()]
+            detail = ctl.READINESS if change == ctl.READINESS else ""
+            reason = ctl.event_reason(kind, event, relation, detail)
+            for key in keys_of(source or {}, self.watched, objects):
+                self._enqueue(key, reason, source)
+
+        return handle
 
     def _reference_handler(self, event: str, new: dict | None, old: dict | None) -> None:
         """A Secret or ConfigMap created, deleted or written wakes the Glances and backends

@@ -1150,7 +1150,7 @@ def managed(
 
 
 def test_a_mariadb_is_cached_as_its_identity_and_readiness():
-    entry = ctl.compact_database_cluster(mariadb(ready=True))
+    entry = ctl.compact_readiness(mariadb(ready=True))
     assert entry == {
         "apiVersion": "k8s.mariadb.com/v1alpha1",
         "kind": "MariaDB",
@@ -1162,7 +1162,7 @@ def test_a_mariadb_is_cached_as_its_identity_and_readiness():
         },
         "readiness": True,
     }
-    assert ctl.compact_database_cluster(mariadb())["readiness"] is False
+    assert ctl.compact_readiness(mariadb())["readiness"] is False
 
 
 @pytest.mark.parametrize(
@@ -1179,8 +1179,8 @@ def test_a_mariadb_is_cached_as_its_identity_and_readiness():
     ],
 )
 def test_what_a_mariadb_change_is(event, new, old, wanted):
-    compact = [ctl.compact_database_cluster(o) if o else None for o in (new, old)]
-    assert ctl.database_cluster_change(event, *compact) == wanted
+    compact = [ctl.compact_readiness(o) if o else None for o in (new, old)]
+    assert ctl.readiness_change(event, *compact) == wanted
 
 
 def test_a_mariadb_wakes_the_glances_of_its_namespace_that_name_it():
@@ -1206,23 +1206,22 @@ def test_a_mariadb_wakes_the_glances_of_its_namespace_that_name_it():
 def test_a_mariadb_event_wakes_its_glances_with_the_reason(tmp_path):
     m = manager(tmp_path)
     m.referring_informers.append(Cached(managed("mariadb"), managed("other", name="other")))
+    handler = m._gate_handler("MariaDB", ctl.DATABASE_CLUSTER, ctl.database_cluster_keys)
     queue = m.controllers[(GROUP, "Glance")].queue
-    created = ctl.compact_database_cluster(mariadb())
-    ready = ctl.compact_database_cluster(mariadb(ready=True, resourceVersion="8"))
-    relabelled = ctl.compact_database_cluster(
-        mariadb(ready=True, resourceVersion="9", labels={"a": "b"})
-    )
+    created = ctl.compact_readiness(mariadb())
+    ready = ctl.compact_readiness(mariadb(ready=True, resourceVersion="8"))
+    relabelled = ctl.compact_readiness(mariadb(ready=True, resourceVersion="9", labels={"a": "b"}))
     for event, new, old, reason in (
         (inf.ADDED, created, None, "database's ADDED MariaDB"),
         (inf.MODIFIED, ready, created, "database's MODIFIED MariaDB readiness"),
         (inf.DELETED, None, ready, "database's DELETED MariaDB"),
     ):
-        m._database_cluster_handler(event, new, old)
+        handler(event, new, old)
         key = queue.get(timeout=0)
         assert (key, queue.reasons(key)) == (KEY, (reason,))
         queue.done(key)
         assert drain(m, "Glance") == []
-    m._database_cluster_handler(inf.MODIFIED, relabelled, ready)
+    handler(inf.MODIFIED, relabelled, ready)
     assert drain(m, "Glance") == []
     assert drain(m, "GlanceBackend") == []
 
@@ -1240,7 +1239,7 @@ class ServingClient(StubClient):
         return (api_version, kind) in self.served
 
 
-def test_the_manager_watches_mariadbs_in_the_watched_namespaces_when_served(tmp_path):
+def test_the_manager_watches_the_gates_in_the_watched_namespaces_when_served(tmp_path):
     def informers(client, *argv: str, watches=(GLANCE_WATCH, BACKEND_WATCH)) -> list:
         settings = parse_settings(
             ["--watches-file", str(ROOT / "watches.yaml"), "--runner-dir", str(tmp_path), *argv],
@@ -1248,19 +1247,36 @@ def test_the_manager_watches_mariadbs_in_the_watched_namespaces_when_served(tmp_
             concurrency=1,
         )
         m = Manager(settings, client, watches, environ={})
-        m._watch_database_clusters(list(settings.watch_namespaces) or [None])
-        return [(i.api_version, i.kind, i.namespace, i.transform) for i in m.informers]
+        m._watch_gates(list(settings.watch_namespaces) or [None])
+        return [(i.kind, i.namespace, i.transform) for i in m.informers]
 
-    served = ServingClient({(ctl.DATABASE_CLUSTER_API, "MariaDB")})
-    compact = ctl.compact_database_cluster
-    assert informers(served) == [("k8s.mariadb.com/v1alpha1", "MariaDB", None, compact)]
-    assert informers(served, "--watch-namespace=openstack,tenant") == [
-        ("k8s.mariadb.com/v1alpha1", "MariaDB", "openstack", compact),
-        ("k8s.mariadb.com/v1alpha1", "MariaDB", "tenant", compact),
+    mariadb_only = ServingClient({(ctl.DATABASE_CLUSTER_API, "MariaDB")})
+    compact = ctl.compact_readiness
+    assert informers(mariadb_only) == [("MariaDB", None, compact)]
+    assert informers(mariadb_only, "--watch-namespace=openstack,tenant") == [
+        ("MariaDB", "openstack", compact),
+        ("MariaDB", "tenant", compact),
+    ]
+    everything = ServingClient(
+        {
+            (ctl.DATABASE_CLUSTER_API, "MariaDB"),
+            ("external-secrets.io/v1", "SecretStore"),
+            ("external-secrets.io/v1", "ClusterSecretStore"),
+        }
+    )
+    assert informers(everything) == [
+        ("MariaDB", None, compact),
+        ("SecretStore", None, compact),
+        ("ClusterSecretStore", None, compact),
+    ]
+    # Some namespaces only: no cluster-scoped ClusterSecretStore (its Role may not list it).
+    assert informers(everything, "--watch-namespace=openstack") == [
+        ("MariaDB", "openstack", compact),
+        ("SecretStore", "openstack", compact),
     ]
     assert informers(ServingClient(set())) == []
     assert informers(ServingClient(ApiError(503, {}, "GET", "/apis"))) == []
-    assert informers(served, watches=(BACKEND_WATCH,)) == []
+    assert informers(everything, watches=(BACKEND_WATCH,)) == []
 
 
 # -- the Secrets and ConfigMaps a spec names -------------------------------------------------
@@ -1403,3 +1419,65 @@ def test_the_manager_watches_the_metadata_of_secrets_and_configmaps(tmp_path):
         ("ConfigMap", "openstack", True, ctl.compact_reference),
         ("ConfigMap", "tenant", True, ctl.compact_reference),
     ]
+
+
+# -- the secret store of external-secrets ----------------------------------------------------
+
+
+def store(kind: str = "ClusterSecretStore", name: str = "openbao-cluster-store", **meta) -> dict:
+    obj = {
+        "apiVersion": "external-secrets.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "7", **meta},
+    }
+    return ctl.compact_readiness(obj)
+
+
+def selecting(name: str, ref: dict | None = None, namespace: str = "openstack", target="") -> dict:
+    obj = targeting(target or None, name=name, namespace=namespace)
+    if ref is not None:
+        obj["spec"]["secretStoreRef"] = ref
+    return obj
+
+
+def test_a_store_wakes_the_glances_it_gates():
+    glances = [
+        selecting("glance"),  # the default store
+        selecting("tenant", namespace="tenant"),  # the default store, another namespace
+        selecting("vault", {"name": "vault"}),  # a ClusterSecretStore by default kind
+        selecting("local", {"kind": "SecretStore", "name": "vault"}),
+        selecting("elsewhere", {"kind": "SecretStore", "name": "vault"}, namespace="tenant"),
+        selecting("edge", target="cluster-a"),  # reads its store in the target
+    ]
+
+    def keys(obj: dict) -> list[tuple[str, str]]:
+        return [(k.namespace, k.name) for k in ctl.secret_store_keys(obj, WATCHED, glances)]
+
+    assert keys(store()) == [("openstack", "glance"), ("tenant", "tenant")]
+    assert keys(store(name="vault")) == [("openstack", "vault")]
+    assert keys(store("SecretStore", "vault", namespace="openstack")) == [("openstack", "local")]
+    assert keys(store("SecretStore", "vault", namespace="tenant")) == [("tenant", "elsewhere")]
+    assert keys(store(name="unused")) == []
+    backends_only = {k: w for k, w in WATCHED.items() if k[1] == "GlanceBackend"}
+    assert ctl.secret_store_keys(store(), backends_only, glances) == []
+
+
+def test_a_stores_readiness_wakes_with_the_reason(tmp_path):
+    m = manager(tmp_path)
+    m.referring_informers.append(Cached(selecting("glance")))
+    handler = m._gate_handler("ClusterSecretStore", ctl.SECRET_STORE, ctl.secret_store_keys)
+    queue = m.controllers[(GROUP, "Glance")].queue
+    created = store()
+    ready = dict(store(resourceVersion="8"), readiness=True)
+    for event, new, old, reason in (
+        (inf.ADDED, created, None, "store's ADDED ClusterSecretStore"),
+        (inf.MODIFIED, ready, created, "store's MODIFIED ClusterSecretStore readiness"),
+    ):
+        handler(event, new, old)
+        key = queue.get(timeout=0)
+        assert (key, queue.reasons(key)) == (KEY, (reason,))
+        queue.done(key)
+    handler(
+        inf.MODIFIED, dict(ready, metadata={**ready["metadata"], "resourceVersion": "9"}), ready
+    )
+    assert drain(m, "Glance") == []
