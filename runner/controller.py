@@ -148,6 +148,17 @@ def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
+def _identity(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A compact cache entry's identity: kind, name, namespace, uid, resourceVersion."""
+    meta = _meta(obj)
+    names = ("name", "namespace", "uid", "resourceVersion")
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {name: meta[name] for name in names if name in meta},
+    }
+
+
 def key_of(watch: Watch, obj: Mapping[str, Any]) -> ObjectKey:
     meta = _meta(obj)
     return ObjectKey(watch.gvk.group, watch.gvk.kind, meta.get("namespace", ""), meta["name"])
@@ -373,19 +384,9 @@ def registrations_namespace(
 def compact_registration(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The informer's cache entry of a registration Secret (its transform): identity and a
     digest of its ``type`` and ``data``, never the kubeconfig itself."""
-    meta = _meta(obj)
     body = {"type": obj.get("type"), "data": obj.get("data") or {}}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return {
-        "apiVersion": obj.get("apiVersion"),
-        "kind": obj.get("kind"),
-        "metadata": {
-            name: meta[name]
-            for name in ("name", "namespace", "uid", "resourceVersion")
-            if name in meta
-        },
-        "digest": hashlib.sha256(text.encode()).hexdigest(),
-    }
+    return {**_identity(obj), "digest": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def registration_change(
@@ -446,17 +447,7 @@ def compact_readiness(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The informer's cache entry of a MariaDB or a secret store (its transform): identity
     and whether it is Ready, all the Glance pass reads of it (the gates,
     ``ClusterNotReady`` and ``SecretStoreNotReady``)."""
-    meta = _meta(obj)
-    return {
-        "apiVersion": obj.get("apiVersion"),
-        "kind": obj.get("kind"),
-        "metadata": {
-            name: meta[name]
-            for name in ("name", "namespace", "uid", "resourceVersion")
-            if name in meta
-        },
-        "readiness": live_state.condition_ready(obj),
-    }
+    return {**_identity(obj), "readiness": live_state.condition_ready(obj)}
 
 
 def readiness_change(
@@ -552,16 +543,7 @@ REFERENCED = "referenced"
 def compact_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The informer's cache entry of a Secret or ConfigMap (its transform over the
     ``PartialObjectMetadata`` the server sends): identity and ``resourceVersion``."""
-    meta = _meta(obj)
-    return {
-        "apiVersion": obj.get("apiVersion"),
-        "kind": obj.get("kind"),
-        "metadata": {
-            name: meta[name]
-            for name in ("name", "namespace", "uid", "resourceVersion")
-            if name in meta
-        },
-    }
+    return _identity(obj)
 
 
 def reference_change(

@@ -518,17 +518,7 @@ class Manager:
                 log.info(f"{kind} not served, not watched", api_version=api_version)
                 continue
             handler = self._gate_handler(kind, relation, keys_of)
-            for namespace in where:
-                self.informers.append(
-                    Informer(
-                        self.client,
-                        api_version,
-                        kind,
-                        namespace,
-                        handler,
-                        transform=ctl.compact_readiness,
-                    )
-                )
+            self._add_informers(api_version, kind, where, handler, transform=ctl.compact_readiness)
 
     def _watch_references(self, namespaces: list[str | None]) -> None:
         """The metadata informers of the Secrets and ConfigMaps of the watched namespaces
@@ -540,18 +530,29 @@ class Manager:
         ):
             return
         for api_version, kind in ctl.REFERENCED_KINDS:
-            for namespace in namespaces:
-                self.informers.append(
-                    Informer(
-                        self.client,
-                        api_version,
-                        kind,
-                        namespace,
-                        self._reference_handler,
-                        transform=ctl.compact_reference,
-                        metadata_only=True,
-                    )
-                )
+            self._add_informers(
+                api_version,
+                kind,
+                namespaces,
+                self._reference_handler,
+                transform=ctl.compact_reference,
+                metadata_only=True,
+            )
+
+    def _add_informers(
+        self,
+        api_version: str,
+        kind: str,
+        namespaces: list[str | None],
+        handler: Any,
+        **options: Any,
+    ) -> None:
+        """One informer of ``kind`` per namespace (None: every namespace), to be started
+        with the others."""
+        for namespace in namespaces:
+            self.informers.append(
+                Informer(self.client, api_version, kind, namespace, handler, **options)
+            )
 
     # -- events ----------------------------------------------------------------------------
     def _enqueue(self, key: ObjectKey, reason: str, source: dict | None) -> None:

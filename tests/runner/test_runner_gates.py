@@ -12,7 +12,7 @@ serves mariadb-operator's and external-secrets' kinds (``tests/support/crds/``,
 * where the kinds are not served, the runner says so and watches none.
 
 The watches file is the test's own, its playbook only writes down that it ran
-(``test_runner_support.reporting_project``): what the test sees is the runner's doing. The
+(``test_runner_support.reporting_runner``): what the test sees is the runner's doing. The
 gates themselves are tests/reconcile's (test_managed_database.py, the external-secrets
 tests).
 """
@@ -33,7 +33,7 @@ from test_runner_support import (
     api_env,
     ended,
     passes,
-    reporting_project,
+    reporting_runner,
     start_real_apiserver,
     wait_until,
 )
@@ -95,13 +95,7 @@ def start_runner(api, tmp_path: Path) -> RunnerProcess:
     api.ensure_namespace()
     for obj in glances(api.namespace):
         api.client.create(obj)
-    project, _ = reporting_project(tmp_path)
-    runner = RunnerProcess(
-        api,
-        tmp_path,
-        env={"WATCH_NAMESPACE": api.namespace},
-        args=("--watches-file", str(project / "watches.yaml")),
-    ).start()
+    runner = reporting_runner(api, tmp_path, env={"WATCH_NAMESPACE": api.namespace})[0].start()
     wait_until(
         lambda: (
             sorted(name for name, _ in passes(runner)) == sorted(GLANCES)
@@ -218,13 +212,7 @@ def test_a_cluster_wide_runner_watches_the_cluster_secret_stores(gated, tmp_path
     api.ensure_namespace()
     for obj in glances(api.namespace):
         api.client.create(obj)
-    project, _ = reporting_project(tmp_path)
-    runner = RunnerProcess(
-        api,
-        tmp_path,
-        env={"WATCH_NAMESPACE": ""},
-        args=("--watches-file", str(project / "watches.yaml")),
-    ).start()
+    runner = reporting_runner(api, tmp_path, env={"WATCH_NAMESPACE": ""})[0].start()
     try:
         wait_until(
             lambda: ended(runner) >= len(GLANCES) and ended(runner) == len(passes(runner)),

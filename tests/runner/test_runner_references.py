@@ -9,7 +9,7 @@ the API double and a real kube-apiserver (``integration``).
   there), wake nothing.
 
 The watches file is the test's own, its playbook only writes down that it ran
-(``test_runner_support.reporting_project``): what the test sees is the runner's doing.
+(``test_runner_support.reporting_runner``): what the test sees is the runner's doing.
 Without the watch such a change was seen at the next periodic pass (10 h by default): a
 rotated database password, which mariadb-operator applies to the user at once, left the
 pods on the old one until then.
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from support.api_env import sample_documents
-from test_runner_support import RunnerProcess, ended, passes, reporting_project, wait_until
+from test_runner_support import RunnerProcess, ended, passes, reporting_runner, wait_until
 
 POLICY = "glance-policy"
 FIRST = {"glance": ["edge", "glance"], "glancebackend": ["edge-s3", "s3-default"]}
@@ -50,13 +50,8 @@ def scene(api, tmp_path):
             edge["spec"]["isDefault"] = True
             api.client.create(edge)
         api.client.create(doc)
-    project, _ = reporting_project(tmp_path, ("Glance", "GlanceBackend"))
-    runner = RunnerProcess(
-        api,
-        tmp_path,
-        env={"WATCH_NAMESPACE": api.namespace},
-        args=("--watches-file", str(project / "watches.yaml")),
-    ).start()
+    env = {"WATCH_NAMESPACE": api.namespace}
+    runner = reporting_runner(api, tmp_path, ("Glance", "GlanceBackend"), env)[0].start()
     try:
         yield api, runner
     finally:

@@ -81,6 +81,20 @@ def reporting_project(tmp_path: Path, kinds: tuple[str, ...] = ("Glance",)) -> t
     return project, reports
 
 
+def reporting_runner(
+    api: ApiEnv,
+    tmp_path: Path,
+    kinds: tuple[str, ...] = ("Glance",),
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+) -> tuple[RunnerProcess, Path]:
+    """A runner (not started) with :func:`reporting_project`'s watches file, and the
+    directory its playbook writes to."""
+    project, reports = reporting_project(tmp_path, kinds)
+    watches = ("--watches-file", str(project / "watches.yaml"), *args)
+    return RunnerProcess(api, tmp_path, env=env, args=watches), reports
+
+
 def passes(runner: RunnerProcess, controller: str = "glance") -> list[tuple[str, tuple[str, ...]]]:
     """Every pass of ``controller`` the runner started: (name, what woke it)."""
     return [

@@ -32,7 +32,7 @@ from test_runner_support import (
     RunnerProcess,
     ended,
     passes,
-    reporting_project,
+    reporting_runner,
     wait_until,
 )
 
@@ -73,16 +73,9 @@ def scene(api, tmp_path, request):
             child["spec"]["glanceRef"] = {"name": name}
             api.client.create(child)
     kinds = ("Glance", "GlanceBackend") if backends else ("Glance",)
-    project, reports = reporting_project(tmp_path, kinds)
-    runner = RunnerProcess(
-        api,
-        tmp_path,
-        env={
-            "WATCH_NAMESPACE": f"{api.namespace},{clusters}",
-            "CLUSTERS_NAMESPACE": clusters,
-        },
-        args=("--watches-file", str(project / "watches.yaml")),
-    ).start()
+    env = {"WATCH_NAMESPACE": f"{api.namespace},{clusters}", "CLUSTERS_NAMESPACE": clusters}
+    runner, reports = reporting_runner(api, tmp_path, kinds, env)
+    runner.start()
     try:
         yield api, runner, clusters, reports, backends
     finally:
@@ -226,13 +219,9 @@ def no_clusters(api, tmp_path):
     obj["metadata"] = {"name": "glance-a", "namespace": api.namespace}
     obj["spec"]["targetClusterRef"] = {"name": "cluster-a"}
     api.client.create(obj)
-    project, reports = reporting_project(tmp_path)
-    runner = RunnerProcess(
-        api,
-        tmp_path,
-        env={"CLUSTERS_NAMESPACE": "ignored-by-the-flag"},
-        args=("--watches-file", str(project / "watches.yaml"), "--clusters-namespace="),
-    ).start()
+    env = {"CLUSTERS_NAMESPACE": "ignored-by-the-flag"}
+    runner, reports = reporting_runner(api, tmp_path, env=env, args=("--clusters-namespace=",))
+    runner.start()
     try:
         yield api, runner, reports
     finally:
@@ -259,8 +248,7 @@ def test_a_namespace_scoped_runner_does_not_watch_another_namespaces_registratio
     """``WATCH_NAMESPACE`` without the clusters namespace: no registration watch (its Role
     could not list there), and the log says why."""
     api.ensure_namespace()
-    project, _ = reporting_project(tmp_path)
-    runner = RunnerProcess(api, tmp_path, args=("--watches-file", str(project / "watches.yaml")))
+    runner = reporting_runner(api, tmp_path)[0]
     runner.start()
     try:
         line = runner.wait_for(
