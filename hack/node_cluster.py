@@ -66,6 +66,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import debian_packages
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSET_VARIABLES = ("KUBE_ASSETS_DIR", "KUBEBUILDER_ASSETS")
 KUBE_BINARIES = (
@@ -146,11 +149,8 @@ def assets_dir() -> tuple[Path | None, str]:
 
 def missing_packages() -> dict[str, str]:
     """{program or plugin: Debian package} of what the node needs and this machine lacks."""
-    missing = {p: pkg for p, pkg in PROGRAMS.items() if shutil.which(p) is None}
-    missing.update(
-        {f"CNI {p}": pkg for p, pkg in CNI_PLUGINS.items() if not (CNI_BIN_DIR / p).exists()}
-    )
-    return missing
+    plugins = {str(CNI_BIN_DIR / p): pkg for p, pkg in CNI_PLUGINS.items()}
+    return debian_packages.missing(PROGRAMS, plugins)
 
 
 def problems() -> list[str]:
@@ -175,12 +175,7 @@ def problems() -> list[str]:
 
 def install_packages() -> None:
     """apt-get install the Debian packages of what ``missing_packages`` names."""
-    packages = sorted(set(missing_packages().values()))
-    if not packages:
-        return
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]):
-        subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+    debian_packages.install(missing_packages().values(), say=lambda m: print(m, file=sys.stderr))
 
 
 # --- certificates ------------------------------------------------------------------------
@@ -1107,7 +1102,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(found) or "this machine can run the node")
         return 1 if found else 0
     if args.command == "install-packages":
-        install_packages()
+        try:
+            install_packages()
+        except debian_packages.PackagesError as exc:
+            print(exc, file=sys.stderr)
+            return 1
         return 0
     node = _node(args)
     if args.command == "up":
