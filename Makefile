@@ -50,9 +50,13 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 .PHONY: test
 test: lint unit ## Lint, then every test
 
+# What every test needs on the machine: the environments, the Debian packages the e2e stack
+# and the one-node cluster run, a Docker daemon, promtool, and the Kubernetes binaries.
+# `make test` runs them strictly (C5C3_STRICT_SKIPS=1, tests/skips.py): a test skipped for
+# want of any of them fails instead; plain `pytest` skips, saying why.
 .PHONY: unit
-unit: venv glance-venvs e2e-env promtool ## The pytest suites: unit, render, playbooks, e2e (real Glance stack), integration (skips without KUBE_ASSETS_DIR)
-	$(BIN)/python -m pytest -q tests
+unit: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## The pytest suites, every tier, strictly (tests/skips.py); the chaos faults are `make chaos`
+	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q -m "not chaos" tests
 
 .PHONY: lint
 lint: venv ## ruff, yamllint and ansible-lint (production profile)
@@ -96,6 +100,19 @@ promtool: ## Unpack promtool from Debian's prometheus package into .venv/promtoo
 e2e: venv e2e-env ## The rendered Glance against real Keystone, MariaDB and S3 (tests/e2e)
 	$(BIN)/python -m pytest -q tests/e2e
 
+# etcd and the Kubernetes binaries (hack/kube_assets.py, docs/cluster.md): built from the Go
+# module proxy at the versions hack/kube/go.mod pins, into a cache outside the checkout, and
+# reused from there. KUBE_ASSETS_DIR, when set, names another directory of them instead.
+# WITH_KUBE_ASSETS prefixes a recipe line: it exports KUBE_ASSETS_DIR, building on first use.
+WITH_KUBE_ASSETS = assets="$${KUBE_ASSETS_DIR:-$$($(PYTHON312) hack/kube_assets.py)}" && export KUBE_ASSETS_DIR="$$assets" &&
+.PHONY: kube-assets
+kube-assets: ## Build etcd and the Kubernetes binaries of hack/kube/go.mod (cached outside the checkout); prints their directory last
+	@$(PYTHON312) hack/kube_assets.py
+
+.PHONY: docker-engine
+docker-engine: ## Install Debian's docker.io and mmdebstrap when missing, start dockerd when `docker info` does not answer (root)
+	@$(PYTHON312) hack/docker_engine.py
+
 # The images (hack/images.py, docs/install.md "Building the images"): the operator image and
 # the Glance image of each GLANCE_RELEASES, in the local Docker daemon. IMAGES_BASE: auto
 # (the public Python base where it can be pulled, else a local one made here), public or
@@ -108,42 +125,43 @@ images: ## Build the operator image and the Glance image of each GLANCE_RELEASES
 	$(PYTHON312) hack/images.py --base "$(IMAGES_BASE)" --network "$(IMAGES_NETWORK)" \
 	  --python $(PYTHON312) $(GLANCE_RELEASES)
 
-# The one-node cluster (hack/node_cluster.py, docs/cluster.md): the Kubernetes binaries from
-# KUBE_ASSETS_DIR, Debian's containerd, runc, CNI plugins, iptables and conntrack; as root.
+# The one-node cluster (hack/node_cluster.py, docs/cluster.md): the Kubernetes binaries of
+# `make kube-assets` (or KUBE_ASSETS_DIR), Debian's containerd, runc, CNI plugins, iptables
+# and conntrack; as root.
 NODE_CLUSTER := $(BIN)/python hack/node_cluster.py
 .PHONY: cluster-packages
 cluster-packages: ## Install the Debian packages the one-node cluster needs (containerd, runc, CNI plugins, iptables, conntrack)
-	python3 hack/node_cluster.py install-packages
+	@python3 hack/node_cluster.py install-packages
 
 .PHONY: cluster-up
-cluster-up: venv ## Start the one-node cluster (KUBE_ASSETS_DIR; root); prints the KUBECONFIG to use
-	$(NODE_CLUSTER) up
+cluster-up: venv ## Start the one-node cluster (the binaries of `make kube-assets`, or KUBE_ASSETS_DIR; root); prints the KUBECONFIG to use
+	$(WITH_KUBE_ASSETS) $(NODE_CLUSTER) up
 
 .PHONY: cluster-down
 cluster-down: venv ## Stop the one-node cluster and remove everything it made
-	$(NODE_CLUSTER) down
+	$(WITH_KUBE_ASSETS) $(NODE_CLUSTER) down
 
 .PHONY: cluster-status
 cluster-status: venv ## The one-node cluster's components and node
-	$(NODE_CLUSTER) status
+	$(WITH_KUBE_ASSETS) $(NODE_CLUSTER) status
 
 .PHONY: cluster-load-images
 cluster-load-images: venv ## Copy the operator image and the Glance image of each GLANCE_RELEASES from Docker into the node
-	$(NODE_CLUSTER) load-images ghcr.io/c5c3/glance-operator:$(shell sed -n 's/^version: *//p' galaxy.yml) \
+	$(WITH_KUBE_ASSETS) $(NODE_CLUSTER) load-images ghcr.io/c5c3/glance-operator:$(shell sed -n 's/^version: *//p' galaxy.yml) \
 	  $(patsubst %,ghcr.io/c5c3/glance:%,$(GLANCE_RELEASES))
 
 .PHONY: cluster-services
 cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C; SERVICES_ARGS, e.g. --mariadb-port 3306)
-	PATH="$(KUBE_ASSETS_DIR):$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \
+	$(WITH_KUBE_ASSETS) PATH="$$KUBE_ASSETS_DIR:$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \
 	  $(BIN)/python -m cluster.serve $(SERVICES_ARGS)
 
 .PHONY: chaos
-chaos: venv e2e-env ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load; prints one row per fault
-	$(BIN)/python -m pytest -q tests/cluster/test_chaos.py
+chaos: venv e2e-env docker-engine cluster-packages ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load; prints one row per fault
+	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster/test_chaos.py
 
 .PHONY: cluster-test
-cluster-test: venv e2e-env ## The cluster tier (tests/cluster): images built, installed with kubectl, Glance served from pods
-	$(BIN)/python -m pytest -q tests/cluster
+cluster-test: venv e2e-env docker-engine cluster-packages ## The cluster tier (tests/cluster) with the chaos faults: images built, installed with kubectl, Glance served from pods
+	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster
 
 .PHONY: lock
 lock: ## Re-resolve requirements.in into requirements.txt, and the image's subset into requirements-runtime.txt

