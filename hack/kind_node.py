@@ -4,6 +4,7 @@
     make kind-node-image                     # build (or reuse) it; its name is the last line
     python3 hack/kind_node.py --dry-run      # the decisions (images, names); nothing is built
     python3 hack/kind_node.py --link-dir .venv/bin   # also link kind and kubectl there
+    python3 hack/kind_node.py mariadb        # the kind scenario's MariaDB image
     kind create cluster --image localhost/c5c3-kind-node:v1.36.3
 
 ``kind build node-image`` cannot run here: it pulls etcd, CoreDNS, pause, kindnetd and the
@@ -379,6 +380,12 @@ class Base:
 
 
 BASES = (Base("component", COMPONENT_PACKAGES), Base("node", NODE_PACKAGES))
+# The kind scenario's MariaDB (molecule/kind/prepare.yml): Debian's server with our
+# entrypoint (hack/kind/mariadb/entrypoint), which honours the public image's MARIADB_*
+# variables the scenario sets.
+MARIADB_BASE = Base("mariadb", ("mariadb-server",))
+MARIADB_IMAGE = f"{LOCAL_REPOSITORY}/mariadb:{SUITE}"
+MARIADB_FILES = KIND_DIR / "mariadb"
 
 
 # --- Docker -----------------------------------------------------------------------------------
@@ -486,6 +493,37 @@ def build_component(component: Component, base: str, timing: Timing) -> None:
 def renames(refs: Iterable[str]) -> list[tuple[str, str]]:
     """(name in Docker, name in the node) of each image imported under another name."""
     return [(docker_ref(ref), ref) for ref in refs if docker_ref(ref) != ref]
+
+
+def mariadb_dockerfile(base: str) -> str:
+    """Debian's post-installation made a data directory: the first start makes its own."""
+    return "\n".join(
+        [
+            f"FROM {base}",
+            "RUN rm -rf /var/lib/mysql/*",
+            "COPY rootfs/ /",
+            label_lines(labels("MariaDB (Debian) for the kind scenario")),
+            "EXPOSE 3306",
+            'ENTRYPOINT ["/usr/local/bin/c5c3-mariadb"]',
+            "",
+        ]
+    )
+
+
+def build_mariadb() -> str:
+    """The kind scenario's MariaDB image, on its own Debian base; its name."""
+    problem = images.Docker().problem()
+    if problem:
+        raise KindNodeError(f"the MariaDB image is built with Docker: {problem}")
+    timing = Timing()
+    base = make_base(MARIADB_BASE, timing)
+    files: dict[str, Path | bytes] = {
+        "rootfs/usr/local/bin/c5c3-mariadb": MARIADB_FILES / "entrypoint"
+    }
+    build_image(MARIADB_IMAGE, mariadb_dockerfile(base), files, timing)
+    for line in timing.lines():
+        say(line)
+    return MARIADB_IMAGE
 
 
 # --- the node image ---------------------------------------------------------------------------
@@ -654,7 +692,7 @@ def link_programs(link_dir: Path, programs: dict[str, Path]) -> None:
         link = link_dir / name
         if link.is_symlink() or link.exists():
             link.unlink()
-        link.symlink_to(target)
+        link.symlink_to(target.resolve())
         say(f"{link} -> {target}")
 
 
@@ -739,6 +777,13 @@ def dry_run() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "image",
+        nargs="?",
+        choices=("node", "mariadb"),
+        default="node",
+        help="the kind node image (default), or the kind scenario's MariaDB image",
+    )
     parser.add_argument("--dry-run", action="store_true", help="say what would be built")
     parser.add_argument(
         "--link-dir", type=Path, help="link kind and kubectl into this directory (.venv/bin)"
@@ -750,7 +795,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        name = dry_run() if args.dry_run else build(args.link_dir, args.force)
+        if args.image == "mariadb":
+            name = MARIADB_IMAGE if args.dry_run else build_mariadb()
+        else:
+            name = dry_run() if args.dry_run else build(args.link_dir, args.force)
     except (KindNodeError, go_build.BuildError, images.ImagesError) as exc:
         say(f"error: {exc}")
         return 1
