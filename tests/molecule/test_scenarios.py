@@ -20,7 +20,8 @@ that no test runs fails ``test_the_doc_shows_only_commands_that_are_run``.
   molecule test -s kind`` (the node image built here with no registry,
   ``hack/kind_node.py``); the home's ``~/.cache/c5c3-glance`` is the test process's, so the
   cached programs are reused, as in a user's own home. Skipped, naming what is missing,
-  without a running Docker daemon, or without kind on ``PATH`` and Go to build it;
+  without a running Docker daemon, without kind on ``PATH`` and Go to build it, or
+  without the Kubernetes binaries of ``make kube-assets`` in that cache;
   ``molecule destroy -s kind`` runs afterwards, whatever the outcome.
 * ``node``: ``KUBE_ASSETS_DIR=~/kube molecule test -s node``, ``~/kube`` the directory of
   the Kubernetes binaries (a link to ``KUBE_ASSETS_DIR``): the one-node cluster of
@@ -55,6 +56,7 @@ NOT_A_USERS_NAMES = {"PYTHONPATH", "KUBECONFIG", "VIRTUAL_ENV", *ASSET_VARIABLES
 node_cluster = hack_script("node_cluster")
 kind_node = hack_script("kind_node")
 go_build = hack_script("go_build")
+kube_assets = hack_script("kube_assets")
 KIND_NODE_IMAGE = kind_node.node_image(kind_node.versions())
 KIND_IMAGE_SETTING = f"GLANCE_MOLECULE_KIND_IMAGE={KIND_NODE_IMAGE}"
 MAKE_KIND_NODE_IMAGE = "make kind-node-image"
@@ -166,10 +168,25 @@ def kind_missing() -> str:
     missing = []
     if not shutil.which("kind") and not shutil.which("go"):
         missing.append("no kind on PATH and no Go to build it (make kind-node-image)")
+    if not kube_assets_cached():
+        missing.append(
+            "the Kubernetes binaries are not built in the cache (`make kube-assets`, "
+            "hack/kube_assets.py): make kind-node-image would build them first"
+        )
     problem = engine_problem("docker")
     if problem:
         missing.append(f"no running Docker daemon ({problem})")
     return "; ".join(missing)
+
+
+def kube_assets_cached() -> bool:
+    """Whether hack/kube_assets.py's binaries are complete in the cache, where the doc's
+    `make kind-node-image` takes them from (a user's shell has no KUBE_ASSETS_DIR)."""
+    build = kube_assets.kube_build()
+    try:
+        return go_build.complete(build, go_build.output_dir(build, go_build.build_env()))
+    except go_build.BuildError:
+        return False
 
 
 def users_caches(home: Path) -> None:
