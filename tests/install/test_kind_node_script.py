@@ -279,3 +279,36 @@ def test_the_dry_run_names_the_node_image_last(capsys):
     assert kind_node.main(["--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "localhost/c5c3-kind-node:v1.36.3"
+
+
+def test_the_mariadb_image_starts_from_an_empty_data_directory_with_our_entrypoint():
+    assert kind_node.MARIADB_IMAGE == "localhost/c5c3-kind/mariadb:bookworm"
+    assert kind_node.MARIADB_BASE.packages == ("mariadb-server",)
+    text = kind_node.mariadb_dockerfile("base:1")
+    # Debian's post-installation made a data directory; the entrypoint makes its own.
+    assert "RUN rm -rf /var/lib/mysql/*" in text
+    assert 'ENTRYPOINT ["/usr/local/bin/c5c3-mariadb"]' in text
+    entrypoint = (ROOT / "hack/kind/mariadb/entrypoint").read_text()
+    for variable in (
+        "MARIADB_DATABASE",
+        "MARIADB_USER",
+        "MARIADB_PASSWORD",
+        "MARIADB_ROOT_PASSWORD",
+        "MARIADB_RANDOM_ROOT_PASSWORD",
+    ):
+        assert variable in entrypoint
+
+
+def test_the_scenario_builds_and_names_the_same_mariadb_image():
+    settings = yaml.safe_load((ROOT / "molecule/kind/vars/main.yml").read_text())
+    assert settings["glance_molecule_mariadb_built"] == kind_node.MARIADB_IMAGE
+
+
+def test_programs_are_linked_to_their_resolved_paths(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "kind").write_text("")
+    (tmp_path / "home").symlink_to(real)
+    kind_node.link_programs(tmp_path / "bin", {"kind": tmp_path / "home" / "kind"})
+    assert (tmp_path / "bin" / "kind").readlink() == real / "kind"
+    kind_node.link_programs(tmp_path / "bin", {"kind": tmp_path / "home" / "kind"})
