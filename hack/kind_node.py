@@ -23,7 +23,9 @@ expects of a node image from what this machine can have:
 * the component images, with the names ``kubeadm config images list`` gives for the
   Kubernetes release (kube-apiserver, kube-controller-manager, kube-scheduler,
   kube-proxy, etcd, CoreDNS, pause: ``hack/node/pause.c``), and ours: local-path-provisioner
-  and its helper, and the default CNI. kindnetd, kind's own CNI, cannot be had: its
+  and its helper, and the default CNI. kubeadm's names are given only inside the node; in
+  Docker these images are ``localhost/c5c3-kind/<name>``, never standing in for the
+  registry's own. kindnetd, kind's own CNI, cannot be had: its
   modules are not served by the Go module proxy (403 / 404), so the node's default CNI is
   ours (``hack/kind/cni/``: Debian's bridge, host-local and portmap plugins over each
   node's ``spec.podCIDR``, and routes to the other nodes' pod CIDRs);
@@ -35,8 +37,9 @@ expects of a node image from what this machine can have:
   committed. The image carries a label with a digest of all its inputs; an image with
   the same digest is reused.
 
-Standard library only; the decisions are functions tests/unit/test_kind_node.py calls
-without Docker.
+``mariadb`` builds the kind scenario's MariaDB image instead (Debian's mariadb-server with
+``hack/kind/mariadb/entrypoint``). Standard library only; the decisions are functions
+tests/install/test_kind_node_script.py calls without Docker.
 """
 
 from __future__ import annotations
@@ -68,7 +71,6 @@ KIND_DIR = ROOT / "hack" / "kind"
 NODE_FILES = KIND_DIR / "node"
 MANIFESTS = KIND_DIR / "manifests"
 CNI_FILES = KIND_DIR / "cni"
-PAUSE_SOURCE = ROOT / "hack" / "node" / "pause.c"
 
 NODE_REPOSITORY = "localhost/c5c3-kind-node"
 LOCAL_REPOSITORY = "localhost/c5c3-kind"
