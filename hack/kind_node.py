@@ -612,13 +612,14 @@ def preload(
     ``renamed`` its name in the node, commit it as ``target``."""
     container = f"c5c3-kind-node-build-{os.getpid()}"
     mount = archives[0].parent
-    docker(
-        "run", "--detach", "--privileged", "--name", container,
-        "--tmpfs", "/run", "--tmpfs", "/tmp",
-        "--volume", f"{mount}:/c5c3-images:ro",
-        "--entrypoint", "/bin/sleep", stage, "infinity",
-    )  # fmt: skip
     try:
+        # Inside the try: a run that fails to start still leaves a created container.
+        docker(
+            "run", "--detach", "--privileged", "--name", container,
+            "--tmpfs", "/run", "--tmpfs", "/tmp",
+            "--volume", f"{mount}:/c5c3-images:ro",
+            "--entrypoint", "/bin/sleep", stage, "infinity",
+        )  # fmt: skip
         script = "\n".join(
             [
                 "set -eu",
