@@ -197,3 +197,15 @@ bench: venv glance-venvs e2e-env ## Benchmarks: print render and reconcile pass 
 	$(BIN)/python tests/bench/bench_runner_scale.py
 	$(BIN)/python tests/bench/bench_upgrade.py
 	$(BIN)/python tests/bench/bench_upload.py
+
+# --- kind: the node image made here (hack/kind_node.py; docs/molecule.md, "kind") -----------
+# kind, crictl, CoreDNS and local-path-provisioner built from the Go module proxy
+# (hack/kind/*/go.mod), the Kubernetes binaries of hack/kube_assets.py (KUBE_ASSETS_DIR where
+# set, else built once or found in its cache), Debian bookworm bases made with mmdebstrap,
+# all cached outside the checkout; no registry is needed. kind and kubectl are linked into
+# KIND_LINK_DIR (.venv/bin: on PATH once activated). The image's name is the last line.
+KIND_LINK_DIR ?= $(BIN)
+.PHONY: kind-node-image
+kind-node-image: venv ## Build the kind node image (localhost/c5c3-kind-node:<Kubernetes version>) with no registry; link kind and kubectl into .venv/bin
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
+	$(PYTHON312) hack/kind_node.py --link-dir "$(KIND_LINK_DIR)"

@@ -557,8 +557,13 @@ def extra_certificates(ca_dir: Path) -> list[Path]:
     return sorted(ca_dir.glob("**/*.crt")) if ca_dir.is_dir() else []
 
 
-def mmdebstrap_command(suite: str, hook: Path, output: Path) -> list[str]:
-    command = ["mmdebstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES)]
+def mmdebstrap_command(
+    suite: str, hook: Path | None, output: Path, packages: Iterable[str] = BASE_PACKAGES
+) -> list[str]:
+    """Debian ``suite``'s minbase with ``packages`` (the local Python base's by default;
+    hack/kind_node.py makes its bases with its own), slimmed, into ``output``; ``hook``
+    is run as the customize hook, where given."""
+    command = ["mmdebstrap", "--variant=minbase", "--include=" + ",".join(packages)]
     # Without recommended packages, as the public images install theirs; merged /usr set up
     # as debootstrap (and so Debian's images) does, not by the usrmerge package, which
     # brings perl.
@@ -566,7 +571,9 @@ def mmdebstrap_command(suite: str, hook: Path, output: Path) -> list[str]:
     if MERGED_USR_HOOKS.is_dir():
         command.append(f"--hook-dir={MERGED_USR_HOOKS}")
     command += [f"--dpkgopt={option}" for option in SLIM_DPKG_OPTIONS]
-    return [*command, f"--customize-hook={hook}", suite, str(output)]
+    if hook is not None:
+        command.append(f"--customize-hook={hook}")
+    return [*command, suite, str(output)]
 
 
 def import_changes(python_version: str, certificates: bool) -> list[str]:

@@ -335,8 +335,9 @@ class Certificates:
 # --- the sandbox image --------------------------------------------------------------------
 
 
-def pause_archive(path: Path, build_dir: Path) -> Path:
-    """An OCI image archive of one static program, ``hack/node/pause.c``: the sandbox image."""
+def pause_archive(path: Path, build_dir: Path, name: str = PAUSE_IMAGE) -> Path:
+    """An OCI image archive of one static program, ``hack/node/pause.c``: the sandbox image,
+    named ``name`` (hack/kind_node.py names it as kubeadm's pause image)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     binary = build_dir / "pause"
     subprocess.run(
@@ -396,7 +397,7 @@ def pause_archive(path: Path, build_dir: Path) -> Path:
             {
                 "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 **manifest,
-                "annotations": {"io.containerd.image.name": PAUSE_IMAGE},
+                "annotations": {"io.containerd.image.name": name},
             }
         ],
     }

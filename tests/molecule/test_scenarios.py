@@ -16,8 +16,13 @@ that no test runs fails ``test_the_doc_shows_only_commands_that_are_run``.
 * ``default-api-double``: the doc's two commands for the API test double of
   ``tests/support/fake_apiserver.py`` (a unit-test double, not a cluster): the double in
   the background until it says ``serving``, then the scenario, then Ctrl-C; otherwise.
-* ``kind``: ``molecule test -s kind``; skipped, naming what is missing, without ``kind``
-  and a running container engine.
+* ``kind``: ``make kind-node-image``, then ``GLANCE_MOLECULE_KIND_IMAGE=<that image>
+  molecule test -s kind`` (the node image built here with no registry,
+  ``hack/kind_node.py``); the home's ``~/.cache/c5c3-glance`` is the test process's, so the
+  cached programs are reused, as in a user's own home. Skipped, naming what is missing,
+  without a running Docker daemon, without kind on ``PATH`` and Go to build it, or
+  without the Kubernetes binaries of ``make kube-assets`` in that cache;
+  ``molecule destroy -s kind`` runs afterwards, whatever the outcome.
 * ``node``: ``KUBE_ASSETS_DIR=~/kube molecule test -s node``, ``~/kube`` the directory of
   the Kubernetes binaries (a link to ``KUBE_ASSETS_DIR``): the one-node cluster of
   ``docs/cluster.md``; skipped, saying why, where that cluster cannot run (root, the
@@ -38,7 +43,7 @@ from pathlib import Path
 import pytest
 from integration.kube_harness import ASSET_VARIABLES, started_apiserver
 from pytest_ansible import plugin as pytest_ansible_plugin
-from support.container_engine import container_engine, engine_problem
+from support.container_engine import engine_problem
 from support.hack_scripts import hack_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +54,12 @@ VENV_BIN = ROOT / ".venv" / "bin"
 NOT_A_USERS = ("ANSIBLE_", "PYTEST_", "C5C3_", "MOLECULE_", "GLANCE_MOLECULE_")
 NOT_A_USERS_NAMES = {"PYTHONPATH", "KUBECONFIG", "VIRTUAL_ENV", *ASSET_VARIABLES}
 node_cluster = hack_script("node_cluster")
+kind_node = hack_script("kind_node")
+go_build = hack_script("go_build")
+kube_assets = hack_script("kube_assets")
+KIND_NODE_IMAGE = kind_node.node_image(kind_node.versions())
+KIND_IMAGE_SETTING = f"GLANCE_MOLECULE_KIND_IMAGE={KIND_NODE_IMAGE}"
+MAKE_KIND_NODE_IMAGE = "make kind-node-image"
 
 
 def doc_blocks() -> list[list[str]]:
@@ -77,20 +88,30 @@ def doc_script(wanted) -> str:
     return "\n".join([*prelude, command])
 
 
-def molecule_test(scenario: str, kubeconfig: str | None = None, assets: str | None = None):
-    """A predicate: ``[KUBECONFIG=<kubeconfig>] [KUBE_ASSETS_DIR=<assets>] molecule test -s
-    <scenario>``."""
+def molecule_test(
+    scenario: str,
+    kubeconfig: str | None = None,
+    assets: str | None = None,
+    setting: str | None = None,
+):
+    """A predicate: ``[KUBECONFIG=<kubeconfig>] [KUBE_ASSETS_DIR=<assets>] [<setting>]
+    molecule test -s <scenario>``."""
 
     def wanted(command: str) -> bool:
         words = shlex.split(command, posix=False)
         prefix = [] if kubeconfig is None else [f"KUBECONFIG={kubeconfig}"]
         prefix += [] if assets is None else [f"KUBE_ASSETS_DIR={assets}"]
+        prefix += [] if setting is None else [setting]
         return words == [*prefix, "molecule", "test", "-s", scenario]
 
     return wanted
 
 
 NODE_ASSETS = "~/kube"
+
+
+def make_kind_node_image(command: str) -> bool:
+    return command == MAKE_KIND_NODE_IMAGE
 
 
 def serve_double(command: str) -> bool:
@@ -110,7 +131,8 @@ def claimed_commands() -> set[str]:
         doc_script(molecule_test("default", "~/.kube/config")),
         doc_script(serve_double),
         doc_script(molecule_test("default", double_kubeconfig())),
-        doc_script(molecule_test("kind")),
+        doc_script(make_kind_node_image),
+        doc_script(molecule_test("kind", setting=KIND_IMAGE_SETTING)),
         doc_script(molecule_test("node", assets=NODE_ASSETS)),
     ]
     return {script.splitlines()[-1] for script in scripts}
@@ -140,12 +162,40 @@ def run_as_user(script: str, home: Path) -> None:
 
 
 def kind_missing() -> str:
-    """What the kind scenario lacks here, or "" when it can run."""
-    missing = [] if shutil.which("kind") else ["no kind on PATH (https://kind.sigs.k8s.io)"]
-    engine, reason = container_engine()
-    if engine is None:
-        missing.append(f"no running container engine ({reason})")
+    """What the kind scenario lacks here, or "" when it can run: a Docker daemon (the node
+    image and the images are built with it) and kind, or Go for the doc's `make
+    kind-node-image` to build it."""
+    missing = []
+    if not shutil.which("kind") and not shutil.which("go"):
+        missing.append("no kind on PATH and no Go to build it (make kind-node-image)")
+    if not kube_assets_cached():
+        missing.append(
+            "the Kubernetes binaries are not built in the cache (`make kube-assets`, "
+            "hack/kube_assets.py): make kind-node-image would build them first"
+        )
+    problem = engine_problem("docker")
+    if problem:
+        missing.append(f"no running Docker daemon ({problem})")
     return "; ".join(missing)
+
+
+def kube_assets_cached() -> bool:
+    """Whether hack/kube_assets.py's binaries are complete in the cache, where the doc's
+    `make kind-node-image` takes them from (a user's shell has no KUBE_ASSETS_DIR)."""
+    build = kube_assets.kube_build()
+    try:
+        return go_build.complete(build, go_build.output_dir(build, go_build.build_env()))
+    except go_build.BuildError:
+        return False
+
+
+def users_caches(home: Path) -> None:
+    """The home's cache of built programs is the user's (this process's): what `make
+    kind-node-image` built before is reused, as it is from a user's own home."""
+    cache = go_build.cache_root()
+    (home / ".cache").mkdir(parents=True, exist_ok=True)
+    if cache.is_dir():
+        (home / ".cache" / cache.name).symlink_to(cache)
 
 
 def node_missing() -> str:
@@ -195,8 +245,16 @@ def test_molecule_scenario(molecule_scenario, tmp_path):
     elif name == "kind":
         missing = kind_missing()
         if missing:
-            pytest.skip(f"kind scenario needs kind and a container engine: {missing}")
-        run_as_user(doc_script(molecule_test("kind")), home)
+            pytest.skip(f"kind scenario needs Docker and kind: {missing}")
+        users_caches(home)
+        run_as_user(doc_script(make_kind_node_image), home)
+        script = doc_script(molecule_test("kind", setting=KIND_IMAGE_SETTING))
+        try:
+            run_as_user(script, home)
+        finally:
+            # molecule stops at a failed step without destroying: no cluster outlives it.
+            destroy = script.replace("molecule test", "molecule destroy")
+            subprocess.run(["bash", "-c", destroy], cwd=ROOT, env=user_environment(home))
     elif name == "node":
         missing = node_missing()
         if missing:
