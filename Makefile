@@ -56,7 +56,7 @@ test: lint unit ## Lint, then every test
 # want of any of them fails instead; plain `pytest` skips, saying why.
 .PHONY: unit
 unit: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## The pytest suites, every tier, strictly (tests/skips.py); the chaos faults are `make chaos`
-	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q -m "not chaos" tests
+	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q --durations=30 -m "not chaos" tests
 
 .PHONY: lint
 lint: venv ## ruff, yamllint and ansible-lint (production profile)
