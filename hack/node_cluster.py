@@ -68,18 +68,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import debian_packages
+import kube_assets
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSET_VARIABLES = ("KUBE_ASSETS_DIR", "KUBEBUILDER_ASSETS")
-KUBE_BINARIES = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kubelet",
-    "kube-proxy",
-    "kubectl",
-)
+# What `make kube-assets` builds, less kubeadm (kind's): the node runs the rest.
+KUBE_BINARIES = tuple(b for b in kube_assets.BINARIES if b != "kubeadm")
 # Debian package of each program the node runs beside the Kubernetes binaries.
 PROGRAMS = {
     "containerd": "containerd",
@@ -143,7 +137,8 @@ def assets_dir() -> tuple[Path | None, str]:
     return None, (
         "no Kubernetes binaries: set KUBE_ASSETS_DIR to a directory holding "
         + ", ".join(KUBE_BINARIES)
-        + " (docs/cluster.md says how to build them)"
+        + " (`make kube-assets` builds them and prints the directory; the make targets "
+        "set it themselves)"
     )
 
 

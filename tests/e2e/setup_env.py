@@ -16,7 +16,8 @@
    ``apt-get install -y --no-install-recommends`` of the missing packages, with one
    ``apt-get update`` first only when the install fails. Needs root (CI runs as root).
    mariadb-server's own service is not used (the harness runs a private ``mariadbd``) and
-   is kept from starting during the install by a temporary ``policy-rc.d``.
+   is kept from starting during the install by a temporary ``policy-rc.d``
+   (``hack/debian_packages.py`` installs them).
 
 ``--lock`` is a resolver run: pip resolves the packages above for Python 3.12 with every
 pin of ``images/glance/requirements/2026.2.txt`` as a constraint (the Glance the image
@@ -35,7 +36,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -72,16 +72,16 @@ DEBIAN_PACKAGES = {
 DEBIAN_DIRS = ("/usr/sbin", "/usr/bin")
 
 
-def _hack_glance_venv():
-    spec = importlib.util.spec_from_file_location(
-        "hack_glance_venv", REPO_ROOT / "hack" / "glance_venv.py"
-    )
+def _hack(name: str):
+    """``hack/<name>.py``, loaded as the module ``hack_<name>``."""
+    spec = importlib.util.spec_from_file_location(f"hack_{name}", REPO_ROOT / "hack" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-glance_venv = _hack_glance_venv()
+glance_venv = _hack("glance_venv")
+debian_packages = _hack("debian_packages")
 
 
 def log(msg: str) -> None:
@@ -234,49 +234,21 @@ def missing_packages() -> list[str]:
     ]
 
 
-def _apt_install(packages: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    return subprocess.run(
-        ["apt-get", "install", "-y", "--no-install-recommends", *packages],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def ensure_debian_packages() -> list[str]:
     """Install the Debian packages of which a program is missing; the ones installed."""
     missing = missing_packages()
     if not missing:
         log(f"{', '.join(DEBIAN_PACKAGES)} installed")
         return []
-    wanted = " ".join(missing)
-    if shutil.which("apt-get") is None:
-        raise SystemExit(f"{wanted}: a program is missing and there is no apt-get")
-    if os.geteuid() != 0:
-        raise SystemExit(f"a program is missing: run `apt-get install -y {wanted}` as root")
-    policy = Path("/usr/sbin/policy-rc.d")
-    own_policy = not policy.exists()
-    if own_policy:  # keep the packages' services from starting: the harness runs its own
-        policy.write_text("#!/bin/sh\nexit 101\n")
-        policy.chmod(0o755)
-    started = time.monotonic()
-    try:
-        proc = _apt_install(missing)
-        if proc.returncode != 0:
-            log("apt-get install failed; apt-get update, then once more")
-            subprocess.run(["apt-get", "update"], capture_output=True, text=True, check=False)
-            proc = _apt_install(missing)
-    finally:
-        if own_policy:
-            policy.unlink()
-    if proc.returncode != 0:
-        raise SystemExit(f"apt-get install -y {wanted} failed:\n{proc.stdout}{proc.stderr}")
+    try:  # as root; the packages' services are kept from starting: the harness runs its own
+        debian_packages.install(missing, log)
+    except debian_packages.PackagesError as exc:
+        raise SystemExit(str(exc)) from None
     still = missing_packages()
     if still:
-        raise SystemExit(f"installed {wanted}, yet programs of {', '.join(still)} are missing")
-    log(f"{wanted} installed in {time.monotonic() - started:.1f}s")
+        raise SystemExit(
+            f"installed {' '.join(missing)}, yet programs of {', '.join(still)} are missing"
+        )
     return missing
 
 

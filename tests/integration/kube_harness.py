@@ -42,7 +42,8 @@ def assets_dir() -> tuple[Path | None, str]:
         return path, ""
     return None, (
         "no real kube-apiserver: set KUBE_ASSETS_DIR (or KUBEBUILDER_ASSETS) to a directory "
-        "holding the kube-apiserver and etcd binaries to run the integration tests"
+        "holding the kube-apiserver and etcd binaries (`make kube-assets` builds them and "
+        "prints it; `make test` sets it)"
     )
 
 
