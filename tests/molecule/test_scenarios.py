@@ -230,6 +230,17 @@ def run_on_api_double(home: Path) -> None:
     assert int(hits.group(1)) >= 1  # verify's Ready=True came through the service proxy
 
 
+def run_then_destroy(script: str, home: Path) -> None:
+    """``script`` (a ``molecule test``) as the user, then its ``molecule destroy`` whatever
+    the outcome: molecule stops at a failed step without destroying, and no cluster, node
+    or service may outlive the test."""
+    try:
+        run_as_user(script, home)
+    finally:
+        destroy = script.replace("molecule test", "molecule destroy")
+        subprocess.run(["bash", "-c", destroy], cwd=ROOT, env=user_environment(home))
+
+
 def test_molecule_scenario(molecule_scenario, tmp_path):
     name = molecule_scenario.name
     home = tmp_path / "home"
@@ -248,27 +259,14 @@ def test_molecule_scenario(molecule_scenario, tmp_path):
             pytest.skip(f"kind scenario needs Docker and kind: {missing}")
         users_caches(home)
         run_as_user(doc_script(make_kind_node_image), home)
-        script = doc_script(molecule_test("kind", setting=KIND_IMAGE_SETTING))
-        try:
-            run_as_user(script, home)
-        finally:
-            # molecule stops at a failed step without destroying: no cluster outlives it.
-            destroy = script.replace("molecule test", "molecule destroy")
-            subprocess.run(["bash", "-c", destroy], cwd=ROOT, env=user_environment(home))
+        run_then_destroy(doc_script(molecule_test("kind", setting=KIND_IMAGE_SETTING)), home)
     elif name == "node":
         missing = node_missing()
         if missing:
             pytest.skip(f"node scenario needs the one-node cluster and Docker: {missing}")
         assets, _ = node_cluster.assets_dir()
         (home / NODE_ASSETS.removeprefix("~/")).symlink_to(assets)
-        script = doc_script(molecule_test("node", assets=NODE_ASSETS))
-        try:
-            run_as_user(script, home)
-        finally:
-            # molecule stops at a failed step without destroying: the node and the services
-            # must not outlive the test.
-            destroy = script.replace("molecule test", "molecule destroy")
-            subprocess.run(["bash", "-c", destroy], cwd=ROOT, env=user_environment(home))
+        run_then_destroy(doc_script(molecule_test("node", assets=NODE_ASSETS)), home)
     else:
         pytest.fail(f"scenario {name} has no test: show its command in docs/molecule.md")
 
