@@ -222,42 +222,123 @@ class Load:
         return [r for r in self.requests if not r.ok]
 
 
-def lost_or_corrupted(url: str, token: str, uploaded: dict[str, str]) -> list[str]:
-    """Each image the load uploaded (204) that is not active or does not come back whole."""
+READ_TRIES = 4
+"""Reads of one image the check makes before it calls the image unreadable."""
+READ_PAUSE = 10.0
+"""Seconds between them: a rollout's endpoints settle within that, real loss stays."""
+
+
+@dataclass
+class ReadBack:
+    """One image read back whole, or why not: ``fault`` when the answer itself says the data
+    is not there (a 404 or 410 on the file, 204, a whole body of other bytes), ``transport``
+    the attempts that failed on the way (a reset, no route, a timeout, a body cut short, a
+    5xx), each ``"<seconds since the first> <why>"``."""
+
+    image_id: str
+    whole: bool = False
+    fault: str = ""
+    transport: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        if self.fault:
+            return f"{self.image_id}: {self.fault}"
+        return f"{self.image_id}: unreadable in {len(self.transport)} tries: " + "; ".join(
+            self.transport
+        )
+
+
+def _read_once(url: str, token: str, image_id: str) -> tuple[int, int, str]:
+    """``GET`` the file: status, bytes read, SHA-256. Transport errors propagate."""
+    conn = _connection(url, 300)
+    try:
+        conn.request("GET", f"/v2/images/{image_id}/file", headers={"X-Auth-Token": token})
+        resp = conn.getresponse()
+        digest = hashlib.sha256()
+        got = 0
+        while chunk := resp.read(CHUNK):
+            digest.update(chunk)
+            got += len(chunk)
+        return resp.status, got, digest.hexdigest()
+    finally:
+        conn.close()
+
+
+def read_back(
+    url: str,
+    token: str,
+    image_id: str,
+    size: int | None = None,
+    digest: str | None = None,
+    tries: int = READ_TRIES,
+    pause: float = READ_PAUSE,
+) -> ReadBack:
+    """Read ``image_id`` whole (``size`` bytes, ``digest`` where known), telling the data
+    not being there (answered at once: the next read would say the same) from the transport
+    failing on the way (tried again, ``tries`` times ``pause`` seconds apart, so a read that
+    met a pod going away is read again once the Service has moved on, and only data that
+    stays unreadable counts)."""
+    out = ReadBack(image_id)
+    first = time.monotonic()
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(pause)
+        at = f"{time.monotonic() - first:.0f} s"
+        try:
+            status, got, sha = _read_once(url, token, image_id)
+        except (OSError, httpclient.HTTPException) as exc:  # reset, no route, timeout, cut
+            out.transport.append(f"{at} {type(exc).__name__}: {exc}"[:160])
+            continue
+        if status in (404, 410, 204):
+            out.fault = f"the file answers {status}"
+            return out
+        if status >= 500 or (status == 200 and size is not None and got < size):
+            out.transport.append(f"{at} {status}, {got} of {size} bytes")
+            continue
+        if status != 200:
+            out.fault = f"the file answers {status}"
+        elif size is not None and got != size:
+            out.fault = f"{got} bytes of {size}"
+        elif digest is not None and sha != digest:
+            out.fault = "other bytes came back"
+        else:
+            out.whole = True
+        return out
+    return out
+
+
+def lost_or_corrupted(
+    url: str, token: str, uploaded: dict[str, str], retried: list[ReadBack] | None = None
+) -> list[str]:
+    """Each image the load uploaded (204) that is not active or does not come back whole
+    (:func:`read_back`); the reads that needed more than one try go to ``retried``."""
     out = []
     for image_id, digest in uploaded.items():
         shown = http("GET", f"{url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
         if shown.status != 200 or shown.json().get("status") != "active":
             out.append(f"{image_id}: {shown.status} {shown.body[:120]!r}")
             continue
-        try:
-            _, got = download(url, token, image_id)
-        except Exception as exc:
-            out.append(f"{image_id}: {exc}")
-            continue
-        if got != digest:
-            out.append(f"{image_id}: other bytes came back")
+        read = read_back(url, token, image_id, shown.json().get("size"), digest)
+        if not read.whole:
+            out.append(str(read))
+        elif read.transport and retried is not None:
+            retried.append(read)
     return out
 
 
-def active_without_data(url: str, token: str, image_ids: set[str]) -> list[str]:
-    """Each of ``image_ids`` the API calls active whose data does not come back at its size."""
+def active_without_data(
+    url: str, token: str, image_ids: set[str], retried: list[ReadBack] | None = None
+) -> list[str]:
+    """Each of ``image_ids`` the API calls active whose data does not come back at its size
+    (:func:`read_back`); the reads that needed more than one try go to ``retried``."""
     out = []
     for image_id in sorted(image_ids):
         shown = http("GET", f"{url}/v2/images/{image_id}", headers={"X-Auth-Token": token})
         if shown.status != 200 or shown.json().get("status") != "active":
             continue
-        size = shown.json().get("size")
-        try:
-            conn = _connection(url, 300)
-            conn.request("GET", f"/v2/images/{image_id}/file", headers={"X-Auth-Token": token})
-            resp = conn.getresponse()
-            got = 0
-            while chunk := resp.read(CHUNK):
-                got += len(chunk)
-            conn.close()
-            if resp.status != 200 or got != size:
-                out.append(f"{image_id}: active, {resp.status}, {got} of {size} bytes")
-        except Exception as exc:
-            out.append(f"{image_id}: active, {exc}")
+        read = read_back(url, token, image_id, shown.json().get("size"))
+        if not read.whole:
+            out.append(f"active, {read}")
+        elif read.transport and retried is not None:
+            retried.append(read)
     return out

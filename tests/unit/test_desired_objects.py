@@ -14,7 +14,10 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -525,7 +528,7 @@ def sidecar(spec: dict, art: do.Artifacts = ARTIFACTS) -> dict:
 
 
 def script_values(script: str) -> dict[str, str]:
-    head = script.split("\nwhile", 1)[0]
+    head = script.split("\ntrap", 1)[0]
     return dict(line.split("=", 1) for line in head.splitlines())
 
 
@@ -576,7 +579,7 @@ def test_the_sidecar_script_takes_interval_poll_and_high_water_mark(
 def test_the_sidecar_script_keeps_the_reference_loop_and_messages():
     script = sidecar({"imageCache": {}})["command"][3]
     for line in (
-        'sleep "$poll"',
+        'sleep "$poll" &',
         'used_kib=$(du -sk --exclude=incomplete --exclude=invalid --exclude=queue "$dir" | cut -f1)',
         'echo "glance-cache-maintenance unmeasured: could not measure $dir; running a pass anyway" >&2',
         'if [ "$elapsed" -lt "$interval" ] && [ "$used_kib" -lt "$high_water_kib" ]; then',
@@ -643,6 +646,47 @@ def test_an_unmeasurable_cache_is_reported_and_still_pruned(tmp_path):
         f"glance-cache-maintenance unmeasured: could not measure {tmp_path / 'missing'}; "
         "running a pass anyway"
     ) in stderr
+
+
+def test_the_maintenance_loop_as_pid_1_ends_on_sigterm(tmp_path):
+    """The sidecar's shell is its container's PID 1, which ignores a signal it has no
+    handler for. Run as PID 1 of a PID namespace of its own (util-linux ``unshare``, as root)
+    with the rendered 30 s poll, it must end on the kubelet's SIGTERM with status 0, not
+    hold the pod until the grace period's SIGKILL."""
+    script = sidecar({"imageCache": {}})["command"][3].replace(
+        "dir=/var/lib/glance/image-cache", f"dir={tmp_path}"
+    )
+    assert "poll=30" in script
+    loop = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--kill-child", "/bin/sh", "-eu", "-c", script],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        children = Path(f"/proc/{loop.pid}/task/{loop.pid}/children")
+        pid_1 = wait_for(lambda: children.read_text().split(), "the loop's PID 1")[0]
+        # PID 1 in its namespace: the shell, started and sleeping in its poll.
+        status = Path(f"/proc/{pid_1}/status").read_text()
+        assert re.search(r"^NSpid:\s+\d+\s+1$", status, re.M), status
+        wait_for(lambda: Path(f"/proc/{pid_1}/task/{pid_1}/children").read_text().split(),
+                 "the poll's sleep")  # fmt: skip
+        os.kill(int(pid_1), signal.SIGTERM)
+        # The poll is 30 s: an ignored TERM leaves it running past this wait.
+        assert loop.wait(timeout=20) == 0, loop.stderr.read()
+    finally:
+        if loop.poll() is None:
+            loop.kill()
+            loop.wait()
+
+
+def wait_for(value, what: str, timeout: float = 10.0):
+    """``value()`` once it is truthy, polled every 50 ms for ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = value()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not there within {timeout} s")
 
 
 def test_the_sidecar_is_restricted_small_and_mounts_only_config_cache_and_tmp():

@@ -330,6 +330,11 @@ CACHE_MAINTENANCE_RESOURCES = {
 # passed or the cache reaches the high-water mark. A failing pass never ends the loop; the
 # failure count and the recovery go to stderr. The pipeline's status is cut's, so a failing
 # du shows as an empty measurement, which runs a pass rather than reading as an empty cache.
+# The shell is the container's PID 1, which ignores a signal it has no handler for: without
+# the trap, and with `sleep` in the foreground (a trap runs only when the foreground command
+# ends), a deleted pod waited its whole grace period (30 s) for this container, SIGKILL, the
+# pod's address and its terminating endpoint held that long (issue 36's timeline). Waiting
+# on the sleep lets TERM end the loop at once; a pass under way finishes first.
 CACHE_MAINTENANCE_SCRIPT = """\
 interval={interval}
 poll={poll}
@@ -338,8 +343,10 @@ dir={dir}
 conf={conf}
 elapsed=0
 failures=0
+trap 'exit 0' TERM INT
 while true; do
-  sleep "$poll"
+  sleep "$poll" &
+  wait $!
   elapsed=$((elapsed + poll))
   used_kib=$(du -sk --exclude=incomplete --exclude=invalid --exclude=queue "$dir" | cut -f1)
   if [ -z "$used_kib" ]; then
