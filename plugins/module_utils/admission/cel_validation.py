@@ -14,15 +14,29 @@ server:
 * a failed rule is reported on the node's path (plus ``fieldPath`` when the rule has one),
   with the rule's ``message`` (or ``messageExpression``), the node's schema type as the
   value, and the error type named by ``reason``.
+
+**The parser, cached.** cel-python builds its LALR parser (lark) from the CEL grammar when
+the first ``Environment`` is made: 0.1 CPU-s, in every ``ansible-playbook`` that runs a
+pass. lark can save what it built and load it again (0.008 s): ``_environment`` keeps that
+file in ``${XDG_CACHE_HOME:-~/.cache}/c5c3-glance/`` (a directory of the user's own, made
+0700; lark's own default is a shared temporary directory, and the file is a pickle, so a
+directory anyone else can write is never read). lark checks
+the grammar, its options and the versions of lark and Python against the file and builds
+the parser again when they differ; any failure to read or write the cache only costs that
+0.1 s.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import stat
+from pathlib import Path
 from typing import Any
 
 import celpy
-from celpy import celtypes
+from celpy import celparser, celtypes
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import field_errors as fe
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.openapi_schema import (
@@ -32,7 +46,45 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.openapi_sche
 )
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
-_ENV = celpy.Environment()
+PARSER_CACHE_NAME = "cel-parser.lark-cache"
+
+
+def parser_cache_dir(env: dict[str, str] | os._Environ = os.environ) -> Path | None:
+    """The user's cache directory for the parser (made 0700 if missing), or None where it
+    cannot be made or someone else could write to it."""
+    home = env.get("HOME") or ""
+    base = env.get("XDG_CACHE_HOME") or (str(Path(home) / ".cache") if home else "")
+    if not base:
+        return None
+    path = Path(base) / "c5c3-glance"
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = path.stat()
+    except OSError:
+        return None
+    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    return path if os.access(path, os.W_OK | os.X_OK) else None
+
+
+def _environment(cache_dir: Path | None) -> celpy.Environment:
+    """A CEL environment whose parser comes from ``cache_dir`` when it is there, and is saved
+    there when it is not (see the module docstring). ``celparser.CELParser`` builds its lark
+    parser once per process, with options it alone knows: only ``cache`` is added to them
+    (lark hashes the options, the file's path among them, so the file is always named the
+    same). lark writes the file in place: a pass that reads it while another writes it fails
+    to load it, builds the parser itself and writes the file again, whole."""
+    if cache_dir is None or celparser.CELParser.CEL_PARSER is not None:
+        return celpy.Environment()
+    lark_class = celparser.Lark
+    celparser.Lark = functools.partial(lark_class, cache=str(cache_dir / PARSER_CACHE_NAME))
+    try:
+        return celpy.Environment()
+    finally:
+        celparser.Lark = lark_class
+
+
+_ENV = _environment(parser_cache_dir())
 _PROGRAMS: dict[str, Any] = {}
 
 _ABSENT = object()
