@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import stat
-import subprocess
-import sys
-
 import pytest
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import cel_validation as cel
@@ -154,63 +148,3 @@ def test_iter_rules_lists_every_rule_with_its_path():
         "spec.limits",
         "spec.plugins[*]",
     ]
-
-
-# -- the parser cache ----------------------------------------------------------------------
-PROBE = """
-import json, sys
-from ansible_collections.c5c3.glance.plugins.module_utils.admission import cel_validation as cel
-from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import load_crds
-rules = sorted({r for crd in load_crds().values() for r in cel.crd_rules(crd)})
-for rule in rules:
-    cel.compile_rule(rule)
-print(json.dumps([len(rules), bool(cel.evaluate("self.a > 1 && size(self.b) == 2", {"a": 2, "b": "xy"}))]))
-"""
-
-
-def _probe(env: dict[str, str]) -> list:
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, check=True, capture_output=True, text=True
-    )
-    return json.loads(out.stdout)
-
-
-def test_the_parser_is_built_once_then_loaded_from_the_users_cache(tmp_path):
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    first = _probe(env)
-    cache = tmp_path / "c5c3-glance" / cel.PARSER_CACHE_NAME
-    assert cache.stat().st_size > 0
-    assert stat.S_IMODE((tmp_path / "c5c3-glance").stat().st_mode) == 0o700
-    written = cache.stat().st_mtime_ns
-    # A second process parses every CRD rule with the loaded parser, and the same way; lark
-    # writes the file again when it cannot use it, so an unchanged file is one it loaded.
-    assert _probe(env) == first
-    assert first[0] > 20 and first[1] is True
-    assert cache.stat().st_mtime_ns == written
-
-
-def test_a_damaged_cache_costs_a_build_not_a_pass(tmp_path):
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    cache = tmp_path / "c5c3-glance" / cel.PARSER_CACHE_NAME
-    cache.parent.mkdir(mode=0o700)
-    cache.write_bytes(b"not a parser\n")
-    assert _probe(env)[1] is True
-    assert cache.read_bytes() != b"not a parser\n"
-
-
-def test_a_cache_directory_others_can_write_is_not_used(tmp_path, monkeypatch):
-    shared = tmp_path / "c5c3-glance"
-    shared.mkdir()
-    shared.chmod(0o777)
-    assert cel.parser_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) is None
-    shared.chmod(0o700)
-    assert cel.parser_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == shared
-    monkeypatch.setattr(cel.os, "getuid", lambda: shared.stat().st_uid + 1)
-    assert cel.parser_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) is None
-
-
-def test_no_home_and_no_writable_cache_mean_no_cache(tmp_path):
-    assert cel.parser_cache_dir({}) is None
-    blocked = tmp_path / "file"
-    blocked.write_text("")
-    assert cel.parser_cache_dir({"XDG_CACHE_HOME": str(blocked)}) is None

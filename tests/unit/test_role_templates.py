@@ -656,3 +656,30 @@ def test_matching_rendered_objects_to_keys_refuses_a_missing_or_an_extra_object(
         objects_by_key(render.desired, [*manifests, stray])
     with pytest.raises(KeyError):
         render_object("pod", {})
+
+
+RENDER_PROBE = """
+import json, sys
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import (
+    owned_objects,
+)
+print(json.dumps(owned_objects(json.load(open(sys.argv[1])))))
+"""
+
+
+def test_compiled_templates_are_kept_in_the_users_cache_and_render_the_same(renders, tmp_path):
+    """Each ansible-playbook compiles the templates once (0.06 CPU-s) or loads them from
+    the user's cache (role_templates._bytecode_cache); what they render does not change."""
+    desired = renders["full"].desired
+    data = tmp_path / "desired.json"
+    data.write_text(json.dumps(desired))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    run = [sys.executable, "-c", RENDER_PROBE, str(data)]
+    first = subprocess.run(run, env=env, check=True, capture_output=True, text=True).stdout
+    cached = sorted((tmp_path / "cache" / "c5c3-glance" / "templates").iterdir())
+    used = {(KINDS[key].role, KINDS[key].template) for key, d in desired.items() if d is not None}
+    assert len(cached) == len(used)
+    written = [path.stat().st_mtime_ns for path in cached]
+    again = subprocess.run(run, env=env, check=True, capture_output=True, text=True).stdout
+    assert json.loads(first) == json.loads(again) == owned_objects(desired)
+    assert [path.stat().st_mtime_ns for path in cached] == written

@@ -18,9 +18,9 @@ server:
 **The parser, cached.** cel-python builds its LALR parser (lark) from the CEL grammar when
 the first ``Environment`` is made: 0.1 CPU-s, in every ``ansible-playbook`` that runs a
 pass. lark can save what it built and load it again (0.008 s): ``_environment`` keeps that
-file in ``${XDG_CACHE_HOME:-~/.cache}/c5c3-glance/`` (a directory of the user's own, made
-0700; lark's own default is a shared temporary directory, and the file is a pickle, so a
-directory anyone else can write is never read). lark checks
+file in ``${XDG_CACHE_HOME:-~/.cache}/c5c3-glance/cel/`` (``collection_files.user_cache_dir``:
+a directory of the user's own, made 0700; lark's own default is a shared temporary
+directory, and the file is a pickle). lark checks
 the grammar, its options and the versions of lark and Python against the file and builds
 the parser again when they differ; any failure to read or write the cache only costs that
 0.1 s.
@@ -29,9 +29,7 @@ the parser again when they differ; any failure to read or write the cache only c
 from __future__ import annotations
 
 import functools
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +37,9 @@ import celpy
 from celpy import celparser, celtypes
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import field_errors as fe
+from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
+    user_cache_dir,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.openapi_schema import (
     additional_of,
     list_map_key,
@@ -47,24 +48,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.openapi_sche
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
 PARSER_CACHE_NAME = "cel-parser.lark-cache"
-
-
-def parser_cache_dir(env: dict[str, str] | os._Environ = os.environ) -> Path | None:
-    """The user's cache directory for the parser (made 0700 if missing), or None where it
-    cannot be made or someone else could write to it."""
-    home = env.get("HOME") or ""
-    base = env.get("XDG_CACHE_HOME") or (str(Path(home) / ".cache") if home else "")
-    if not base:
-        return None
-    path = Path(base) / "c5c3-glance"
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = path.stat()
-    except OSError:
-        return None
-    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return None
-    return path if os.access(path, os.W_OK | os.X_OK) else None
 
 
 def _environment(cache_dir: Path | None) -> celpy.Environment:
@@ -84,7 +67,7 @@ def _environment(cache_dir: Path | None) -> celpy.Environment:
         celparser.Lark = lark_class
 
 
-_ENV = _environment(parser_cache_dir())
+_ENV = _environment(user_cache_dir("cel"))
 _PROGRAMS: dict[str, Any] = {}
 
 _ABSENT = object()

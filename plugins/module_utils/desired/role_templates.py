@@ -39,6 +39,7 @@ import yaml
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
+    user_cache_dir,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 
@@ -92,11 +93,21 @@ tenths of the render task's filter with the pure-Python one."""
 
 
 @functools.cache
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Jinja2's compiled templates kept in the user's cache directory: compiling the eleven
+    templates took 0.06 CPU-s in every ``ansible-playbook`` that runs a pass; Jinja2 checks
+    each file against its template's source before it uses it."""
+    directory = user_cache_dir("templates")
+    return jinja2.FileSystemBytecodeCache(str(directory)) if directory else None
+
+
+@functools.cache
 def _environment(templates_dir: str) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters["to_json"] = json.dumps
     return env
