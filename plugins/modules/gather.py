@@ -30,11 +30,11 @@ options:
     choices: [Glance, GlanceBackend]
     required: true
   name:
-    description: Its name.
+    description: Its name; not empty (the step fails, naming the playbook's variables).
     type: str
     required: true
   namespace:
-    description: Its namespace.
+    description: Its namespace; not empty, as O(name).
     type: str
     required: true
   object:

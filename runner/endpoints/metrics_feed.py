@@ -79,22 +79,20 @@ STEP_ACTIONS: Mapping[str, str] = {
 }
 """The pass's module tasks (role ``glance_pass``), by action."""
 STEP_TASKS: Mapping[str, str] = {
-    "Fail when the cluster could not be read": GATHER,
     "Plan the pass (configuration, names, every owned object's data)": PLAN,
     "Render the owned objects from the object roles' templates": RENDER,
     "Decide the writes, the status, the events and the requeue": DECIDE,
-    "Fail when the API server refused a write": APPLY,
 }
 """The pass's other step tasks (role ``glance_pass``), by name."""
 UNSTEPPED_TASKS = frozenset(
     {
-        "Require the Glance's name and namespace",
         "Plan and render the owned objects (a pass that goes beyond the finalizer)",
-        "Hand the requeue request to the caller",
+        "Fail the pass with what its step said",
     }
 )
-"""Tasks of ``glance_pass`` that belong to no step (argument check, the import of
-``render.yml``, handing the requeue on): a test checks the role has no other task."""
+"""Tasks of ``glance_pass`` that belong to no step (the import of ``render.yml``; the rescue,
+which fails the pass with the message of the step that failed, counted there): a test
+checks the role has no other task."""
 
 STEP_CONDITIONS: Mapping[str, str] = {
     GATHER: "SecretsReady",

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import base64
 
+import pytest
 from support.api_env import ApiEnv, sample_documents
 from support.fake_apiserver import FakeAPIServer
+from support.playbook_run import run_playbook
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     CONFIG_BASE_LABEL,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
+from runner.passes.extravars import run_outcome
 
 GATHER = "c5c3.glance.gather"
 APPLY = "c5c3.glance.apply"
@@ -119,6 +122,24 @@ def test_a_pass_over_an_unchanged_cluster_writes_nothing(api):
     again = api.backend_pass("s3-default", glancebackend_wake_parent=False)
     assert again.step_actions == [GATHER]
     assert api.condition("GlanceBackend", "s3-default", "ConfigProjected")["status"] == "True"
+
+
+@pytest.mark.parametrize(
+    ("playbook", "kind"), [("glance.yml", "Glance"), ("glancebackend.yml", "GlanceBackend")]
+)
+def test_a_pass_not_told_which_object_fails_saying_how_to_name_it(api, playbook, kind):
+    run = run_playbook(playbook, {}, kubeconfig=api.kubeconfig)
+    assert not run.ok
+    assert run.step_actions == [GATHER]  # the gather step refused: the role has no assert
+    var = kind.lower()
+    said = (
+        f"name the {kind}: its name and namespace are empty (ansible-playbook "
+        f"playbooks/{playbook} -e {var}_name=<name> -e {var}_namespace=<namespace>)"
+    )
+    # gather's own result is hidden (no_log); the rescue fails the pass with its message,
+    # and that is the one failure the runner reports
+    assert [task.message for task in run_outcome(run.events).failed_tasks] == [said]
+    assert run.stats["rescued"] == {"localhost": 1}
 
 
 def test_no_default_backend_parks_and_keeps_the_last_good_config(api):

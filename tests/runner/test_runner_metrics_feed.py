@@ -63,7 +63,8 @@ def _flatten(tasks: list[dict]) -> list[dict]:
     out = []
     for task in tasks:
         out.append(task)
-        out += _flatten(task.get("block") or [])
+        for section in ("block", "rescue", "always"):
+            out += _flatten(task.get(section) or [])
     return out
 
 
@@ -109,17 +110,11 @@ def test_real_events_map_to_the_steps():
     for event in FULL_PASS:
         data = event["event_data"]
         steps.setdefault(step_of(data), set()).add(data["task"])
-    assert steps["gather"] == {
-        "Read the Glance and what its pass needs",
-        "Fail when the cluster could not be read",
-    }
+    assert steps["gather"] == {"Read the Glance and what its pass needs"}
     assert steps["plan"] == {"Plan the pass (configuration, names, every owned object's data)"}
     assert steps["render"] == {"Render the owned objects from the object roles' templates"}
     assert steps["decide"] == {"Decide the writes, the status, the events and the requeue"}
-    assert steps["apply"] == {
-        "Apply the owned objects and the finalizer",
-        "Fail when the API server refused a write",
-    }
+    assert steps["apply"] == {"Apply the owned objects and the finalizer"}
     assert steps["report"] == {"Report the status and the events"}
     assert "Ask to be reconciled again" in steps[None]  # the playbook's, not the role's
 
@@ -171,7 +166,7 @@ def failing(events: list[dict], task: str) -> list[dict]:
 
 def test_a_failed_step_is_an_error_with_its_condition():
     metrics = RunnerMetrics()
-    observe_pass(metrics, failing(FULL_PASS, "Fail when the API server refused a write"))
+    observe_pass(metrics, failing(FULL_PASS, "Apply the owned objects and the finalizer"))
     page = Page(metrics.exposition())
     assert page.value(ERRORS, sub_reconciler="apply", condition_type="Ready") == 1
     assert page.series(ERRORS) == [{"sub_reconciler": "apply", "condition_type": "Ready"}]
@@ -184,7 +179,7 @@ def test_a_failed_step_is_an_error_with_its_condition():
 
 def test_a_failed_gather_is_a_secrets_ready_error_and_an_ignored_failure_none():
     metrics = RunnerMetrics()
-    observe_pass(metrics, failing(FULL_PASS, "Fail when the cluster could not be read"))
+    observe_pass(metrics, failing(FULL_PASS, "Read the Glance and what its pass needs"))
     ignored = failing(FULL_PASS, "Plan the pass (configuration, names, every owned object's data)")
     ignored[-1]["event_data"]["ignore_errors"] = True
     observe_pass(metrics, ignored)

@@ -247,8 +247,19 @@ def _unanswered(info: dict, exc: Exception) -> dict:
     }
 
 
+def unnamed(kind: str) -> str:
+    """What gather says when it is not told which object to read: the playbook's variables."""
+    var = kind.lower()
+    return (
+        f"name the {kind}: its name and namespace are empty (ansible-playbook "
+        f"playbooks/{var}.yml -e {var}_name=<name> -e {var}_namespace=<namespace>)"
+    )
+
+
 def gather(p: Mapping[str, Any]) -> dict[str, Any]:
     """The gather step (``plugins/modules/gather.py`` documents the result)."""
+    if not (p["name"] and p["namespace"]):
+        return {"failed": True, "msg": unnamed(p["kind"])}
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     client = children = None
     try:
