@@ -10,9 +10,10 @@
    ``tests/e2e/requirements-2026.2.txt``, installed with ``pip install --no-deps`` and
    then ``pip check``. A stamp records the list's SHA-256 and the Python version; when
    both match nothing is done, otherwise the environment is rebuilt from scratch.
-2. **Debian packages**: ``mariadb-server`` (``mariadbd``, ``mariadb-install-db``) and
+2. **Debian packages**: ``mariadb-server`` (``mariadbd``, ``mariadb-install-db``),
    ``qemu-utils`` (``qemu-img``: the image_conversion import plugin runs it, as the
-   Glance image ships it), each only when one of its programs is missing:
+   Glance image ships it) and ``strace`` (the pass benchmark counts the programs a pass
+   starts with it), each only when one of its programs is missing:
    ``apt-get install -y --no-install-recommends`` of the missing packages, with one
    ``apt-get update`` first only when the install fails. Needs root (CI runs as root).
    mariadb-server's own service is not used (the harness runs a private ``mariadbd``) and
@@ -68,6 +69,8 @@ TOP_LEVEL = (
 DEBIAN_PACKAGES = {
     "mariadb-server": ("mariadbd", "mariadb-install-db"),
     "qemu-utils": ("qemu-img",),
+    # the pass benchmark counts the programs a pass starts (tests/bench/bench_pass.py)
+    "strace": ("strace",),
 }
 DEBIAN_DIRS = ("/usr/sbin", "/usr/bin")
 

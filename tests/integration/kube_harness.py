@@ -153,11 +153,25 @@ class Client:
         return self.request("DELETE", path)
 
 
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+"""
+"""Every request once (when its answer is complete), without bodies."""
+
+
 class KubeApiServer:
     """etcd and kube-apiserver as child processes, and a client for them."""
 
-    def __init__(self, assets: Path):
+    def __init__(self, assets: Path, audit_log: Path | None = None):
+        """``audit_log``: where kube-apiserver writes one JSON line per request it answered
+        (audit level Metadata: verb, path, user, code), for a bench that counts a pass's
+        requests on the real server."""
         self.assets = assets
+        self.audit_log = audit_log
         self.workdir = Path(tempfile.mkdtemp(prefix="c5c3-glance-kube-"))
         self.processes: list[subprocess.Popen] = []
         self.token = "c5c3-glance-integration-admin-token"
@@ -217,6 +231,16 @@ class KubeApiServer:
             "--disable-admission-plugins",
             "ServiceAccount",
         ]
+        if self.audit_log is not None:
+            policy = self.workdir / "audit-policy.yaml"
+            policy.write_text(AUDIT_POLICY)
+            self._apiserver_argv += [
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-mode=blocking",
+                "--audit-log-maxsize=0",
+            ]
         self._spawn("kube-apiserver", self._apiserver_argv)
         self.client = Client(f"https://127.0.0.1:{api_port}", self.token)
         self._wait_ready(timeout)
