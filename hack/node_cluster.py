@@ -36,7 +36,8 @@ killed, and ``up`` starts with ``down``. What it needs and why:
   authorisation against the API server, a serving certificate for the node IP (so
   ``kubectl logs``, ``exec`` and ``port-forward`` work), no cluster DNS (tests use IPs).
 
-Standard library, plus ``cryptography`` (in ``.venv``) for the certificates.
+Standard library, plus ``cryptography`` (in ``.venv``) for the certificates, which the
+runner's certificate maker (``runner/endpoints/certificates.py``) makes.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import debian_packages
@@ -176,6 +178,17 @@ def install_packages() -> None:
 # --- certificates ------------------------------------------------------------------------
 
 
+def _certificate_maker() -> ModuleType:
+    """The runner's certificate maker (``runner/endpoints/certificates.py``), imported when
+    the certificates are made: ``check`` and ``install-packages`` run without
+    ``cryptography``."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from runner.endpoints import certificates
+
+    return certificates
+
+
 class Certificates:
     """One CA and the certificates the components present, as PEM files in ``directory``."""
 
@@ -186,87 +199,47 @@ class Certificates:
         return self.directory / name
 
     def make(self, layout: Layout) -> None:
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec, rsa
-        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.x509.oid import ExtendedKeyUsageOID
 
+        certificates = _certificate_maker()
         self.directory.mkdir(parents=True, exist_ok=True)
         now = datetime.datetime.now(datetime.UTC)
         start, end = now - datetime.timedelta(hours=1), now + datetime.timedelta(days=30)
-
-        def pem_key(key) -> bytes:
-            return key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
 
         def write(name: str, data: bytes, mode: int = 0o644) -> None:
             self.path(name).write_bytes(data)
             self.path(name).chmod(mode)
 
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "c5c3-node CA")])
-        ca = (
-            x509.CertificateBuilder()
-            .subject_name(ca_name)
-            .issuer_name(ca_name)
-            .public_key(ca_key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(start)
-            .not_valid_after(end)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .sign(ca_key, hashes.SHA256())
-        )
-        write("ca.crt", ca.public_bytes(serialization.Encoding.PEM))
-        write("ca.key", pem_key(ca_key), 0o600)
+        ca, ca_key = certificates.make_ca("c5c3-node CA", start, end, path_length=None)
+        write("ca.crt", certificates.cert_pem(ca))
+        write("ca.key", certificates.key_pem(ca_key), 0o600)
 
         def leaf(
             name: str,
             common_name: str,
             organization: str | None = None,
-            ips: Iterable[str] = (),
-            dns: Iterable[str] = (),
+            ips: tuple[str, ...] = (),
+            dns: tuple[str, ...] = (),
         ) -> None:
-            key = ec.generate_private_key(ec.SECP256R1())
-            attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
-            if organization:
-                attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+            # Every component's certificate is a client's; one with names serves too.
             usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
-            builder = (
-                x509.CertificateBuilder()
-                .subject_name(x509.Name(attrs))
-                .issuer_name(ca_name)
-                .public_key(key.public_key())
-                .serial_number(x509.random_serial_number())
-                .not_valid_before(start)
-                .not_valid_after(end)
-            )
-            names = [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
-            names += [x509.DNSName(d) for d in dns]
-            if names:
+            if ips or dns:
                 usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
-                builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-            cert = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False).sign(
-                ca_key, hashes.SHA256()
+            cert, key = certificates.issue(
+                ca,
+                ca_key,
+                common_name,
+                start,
+                end,
+                organization=organization,
+                ips=ips,
+                dns_names=dns,
+                usages=usages,
             )
-            write(f"{name}.crt", cert.public_bytes(serialization.Encoding.PEM))
-            write(f"{name}.key", pem_key(key), 0o600)
+            write(f"{name}.crt", certificates.cert_pem(cert))
+            write(f"{name}.key", certificates.key_pem(key), 0o600)
 
         leaf(
             "apiserver",
@@ -289,7 +262,7 @@ class Certificates:
         leaf("kubelet", layout.name, ips=(layout.node_ip,), dns=(layout.name,))
 
         sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        write("sa.key", pem_key(sa), 0o600)
+        write("sa.key", certificates.key_pem(sa), 0o600)
         write(
             "sa.pub",
             sa.public_key().public_bytes(
