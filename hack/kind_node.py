@@ -62,7 +62,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import go_build
 import kube_assets
-import node_cluster
+from node.images import pause_archive
 
 import images
 
@@ -734,7 +734,7 @@ def build(link_dir: Path | None = None, force: bool = False) -> str:
             raise KindNodeError(f"docker build of {stage} failed: {done.stderr[-3000:]}")
         timing.add(stage, time.monotonic() - began, images.Docker().size(stage))
         (work / "archives").mkdir()
-        pause = node_cluster.pause_archive(
+        pause = pause_archive(
             work / "archives" / "pause.oci.tar", work / "pause-build", wanted["pause"]
         )
         refs = [c.ref for c in built]

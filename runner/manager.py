@@ -74,7 +74,7 @@ from runner.logs import Log
 from runner.passes.extravars import CLUSTERS_NAMESPACE, RunOutcome
 from runner.passes.playbook import PassRun, PlaybookRunner, checkout_ansible_cfg, run_environment
 from runner.passes.runner_dir import DEFAULT_PARENT, RunnerDir, RunnerDirError, claim
-from runner.passes.warm import WarmServer
+from runner.passes.warm.handle import WarmServer
 from runner.reconciler import Reconciled, Reconciler
 from runner.settings import Settings
 

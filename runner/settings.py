@@ -88,7 +88,7 @@ class Settings:
     dependent_label_selector: str
     log_level: str
     warm_passes: bool = True
-    """Passes through the warm fork server (``runner/passes/warm.py``); false: a cold
+    """Passes through the warm fork server (``runner/passes/warm/``); false: a cold
     ``ansible-playbook`` per pass."""
     webhook_cert_secret: str | None = None
     """The Secret (in the operator's namespace) where the operator keeps the webhook's CA

@@ -35,10 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
 
+from runner.endpoints import certificates
 from runner.logs import Log
 
 log = Log("webhook-cert")
@@ -149,71 +148,29 @@ def make(
     """A serving certificate for ``dns_names``: signed by ``previous``'s CA, or by a new
     CA (``new_ca``), whose bundle then keeps the previous CA while it is valid."""
     if new_ca or previous is None:
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "c5c3-glance webhook CA")])
-        ca = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(ca_key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - BACKDATE)
-            .not_valid_after(now + CA_LIFETIME)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-            )
-            .sign(ca_key, hashes.SHA256())
+        ca, ca_key = certificates.make_ca(
+            "c5c3-glance webhook CA", now - BACKDATE, now + CA_LIFETIME, key_identifier=True
         )
-        bundle = ca.public_bytes(serialization.Encoding.PEM)
+        bundle = certificates.cert_pem(ca)
         if previous is not None:
             old = _valid_certs(previous.ca_bundle, now)[:1]
-            bundle += b"".join(c.public_bytes(serialization.Encoding.PEM) for c in old)
-        ca_key_pem = _pem_key(ca_key)
+            bundle += b"".join(certificates.cert_pem(c) for c in old)
+        ca_key_pem = certificates.key_pem(ca_key)
     else:
         ca = _pem_certs(previous.ca_bundle)[0]
         ca_key = serialization.load_pem_private_key(previous.ca_key, None)
-        bundle = b"".join(
-            c.public_bytes(serialization.Encoding.PEM)
-            for c in _valid_certs(previous.ca_bundle, now)
-        )
+        bundle = b"".join(certificates.cert_pem(c) for c in _valid_certs(previous.ca_bundle, now))
         ca_key_pem = previous.ca_key
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0])]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(min(now + CERT_LIFETIME, ca.not_valid_after_utc))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names]), critical=False
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
+    cert, key = certificates.issue(
+        ca,
+        ca_key,
+        dns_names[0],
+        now - BACKDATE,
+        min(now + CERT_LIFETIME, ca.not_valid_after_utc),
+        dns_names=dns_names,
+        end_entity=True,
     )
-    return Material(
-        bundle, ca_key_pem, cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
-    )
+    return Material(bundle, ca_key_pem, certificates.cert_pem(cert), certificates.key_pem(key))
 
 
 def _valid_certs(bundle: bytes, now: datetime.datetime) -> list[x509.Certificate]:
@@ -221,12 +178,6 @@ def _valid_certs(bundle: bytes, now: datetime.datetime) -> list[x509.Certificate
         return [c for c in _pem_certs(bundle) if c.not_valid_after_utc > now]
     except ValueError:
         return []
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
 
 
 def _now() -> datetime.datetime:

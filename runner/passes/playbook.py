@@ -26,7 +26,7 @@ As ansible-operator runs it (``docs/research/ansible-operator-conventions.md`` Â
   ``runner.passes.extravars.run_outcome``; only failures and the recap are written to the run's
   artifacts (``KEPT_EVENTS``), next to its ``stdout``, ``rc`` and ``status``.
 
-With a warm server (``runner/passes/warm.py``, on unless ``WARM_PASSES=false``), ansible-runner's
+With a warm server (``runner/passes/warm/``, on unless ``WARM_PASSES=false``), ansible-runner's
 ``binary`` is the server's client and the playbook its ``cmdline``: the pass runs in a
 process forked from a pre-imported interpreter; everything above, the events and the
 artifacts are the same (``docs/runner.md``, "Warm passes"). When the server is not up,
@@ -61,7 +61,7 @@ import ansible_runner
 from runner.kube.watches import Watch, ansible_verbosity, max_runner_artifacts
 from runner.kube.workqueue import ObjectKey
 from runner.passes.extravars import RunOutcome, extra_vars, run_outcome
-from runner.passes.warm import WarmServer
+from runner.passes.warm.handle import WarmServer
 
 KILL_GRACE = 5.0
 KEPT_ENTRIES = frozenset({"artifacts"})
@@ -98,7 +98,7 @@ class PassRun:
     stdout_tail: str = ""
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
     warm: bool = False
-    """Run through the warm fork server (``runner/passes/warm.py``), not a cold ansible-playbook."""
+    """Run through the warm fork server (``runner/passes/warm/``), not a cold ansible-playbook."""
 
 
 def checkout_ansible_cfg(watches_file: Path) -> Path | None:

@@ -12,7 +12,7 @@ complete at once").
 First, the floor: a one-task play run the same way with a cold ``ansible-playbook``
 (``bench_support.floor``), and the same play through the warm server. Then the passes twice,
 each time in a namespace of its own: with a cold ``ansible-playbook`` per pass, and through
-the warm fork server (``runner/passes/warm.py``) as the runner runs them (its CPU counted too:
+the warm fork server (``runner/passes/warm/``) as the runner runs them (its CPU counted too:
 the server reaps the passes it forks). Printed per
 pass: wall and CPU seconds (ansible-playbook and the processes it started), the step
 actions it ran (gather, apply, report: action plugins in the playbook's process),

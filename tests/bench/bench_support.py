@@ -43,7 +43,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_f
 from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (  # noqa: E402
     KubeClient,
 )
-from runner.passes.warm import WarmServer  # noqa: E402
+from runner.passes.warm.handle import WarmServer  # noqa: E402
 
 FLOOR_PLAY = """\
 - name: One task

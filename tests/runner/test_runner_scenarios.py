@@ -91,7 +91,7 @@ def test_the_minimal_sample_converges(api, runners):
     assert runner.metric_total("controller_runtime_reconcile_total", controller="glance") > 0
     assert runner.metric_total("glance_operator_playbook_runs_total", status="successful") > 0
     assert runner.metric_total("controller_runtime_reconcile_total", result="error") == 0
-    # Through the warm server (runner/passes/warm.py), which imported everything it should.
+    # Through the warm server (runner/passes/warm/), which imported everything it should.
     [ready] = runner.find("warm server ready")
     assert ready["skipped"] == []
     assert runner.find("pass finished", warm=True)

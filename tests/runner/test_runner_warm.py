@@ -1,4 +1,4 @@
-"""Passes through the warm fork server (``runner/passes/warm.py``) behind ansible-runner.
+"""Passes through the warm fork server (``runner/passes/warm/``) behind ansible-runner.
 
 Real processes throughout: the server (``python -m runner.passes.warm serve``), the client
 ansible-runner starts as its ``binary``, ansible-playbook's CLI in the forked child, and
@@ -33,7 +33,8 @@ from test_runner_support import (
 from runner.kube.watches import GroupVersionKind, Watch, load_watches
 from runner.kube.workqueue import ObjectKey
 from runner.passes.playbook import PlaybookRunner, checkout_ansible_cfg, run_environment
-from runner.passes.warm import CLIENT_NAME, SOCKET_NAME, WarmServer, client_script
+from runner.passes.warm.handle import WarmServer, client_script
+from runner.passes.warm.protocol import CLIENT_NAME, SOCKET_NAME
 
 GROUP = "glance.openstack.c5c3.io"
 GVK = GroupVersionKind("example.c5c3.io", "v1", "Thing")
@@ -157,7 +158,7 @@ def test_the_warm_up_reads_no_configuration_and_skips_nothing():
 
 CONFIGURATION_PROBE = """
 import json, os, sys
-import runner.passes.warm as warm
+import runner.passes.warm.preload as warm
 if sys.argv[1] == "warm":
     warm.warm_up(*warm.probe_collection_paths())
     os.environ["ANSIBLE_FORKS"] = "7"  # a pass's own variable, set after the warm-up
@@ -201,7 +202,7 @@ def test_a_pass_reads_its_own_configuration_over_the_kept_definitions():
     assert answers["warm"]["definitions"] == answers["cold"]["definitions"]
     assert len(answers["warm"]["definitions"]) > 100
     assert (answers["warm"]["reader"], answers["cold"]["reader"]) == (
-        "runner.passes.warm",
+        "runner.passes.warm.preload",
         "ansible.config.manager",
     )
     assert "plugin_routing" in answers["warm"]["builtin_routing"]  # read in the server

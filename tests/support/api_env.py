@@ -92,7 +92,8 @@ class ApiEnv:
     health: HealthServer | None = None
     runs: list[PlaybookRun] = field(default_factory=list)
     warm: Any = None
-    """A ``runner.passes.warm.WarmServer``: the passes run through it, as the runner runs them."""
+    """A ``runner.passes.warm.handle.WarmServer``: the passes run through it, as the runner
+    runs them."""
 
     # -- the scene --------------------------------------------------------------------
     @property

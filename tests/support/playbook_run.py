@@ -99,8 +99,8 @@ def run_playbook(
 ) -> PlaybookRun:
     """Run ``playbooks/<playbook>`` of the collection with ``extravars``; wait for it.
 
-    ``binary``: the warm server's client (``runner.passes.warm.WarmServer.binary()``) to run it
-    with, as the runner does; None: a cold ``ansible-playbook``."""
+    ``binary``: the warm server's client (``runner.passes.warm.handle.WarmServer.binary()``)
+    to run it with, as the runner does; None: a cold ``ansible-playbook``."""
     root = Path(COLLECTION_ROOT)
     envvars = {
         "ANSIBLE_CONFIG": str(root / "ansible.cfg"),

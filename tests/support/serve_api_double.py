@@ -22,7 +22,9 @@ import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".collections")]
+# ROOT for the runner's certificate maker (support/tls.py): without it ``runner`` would be
+# the tests' own folder of that name.
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".collections"), str(ROOT)]
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do  # noqa: E402
 from support.api_env import HealthServer  # noqa: E402

@@ -1,7 +1,7 @@
 """The warm server's client: what ansible-runner starts as ``ansible-playbook``.
 
-Standard library only, run as ``python -I -S`` (``runner.passes.warm.client_script`` writes it
-into the server's private dir with the socket's path and the cold ansible-playbook's).
+Standard library only, run as ``python -I -S`` (``runner.passes.warm.handle.client_script``
+writes it into the server's private dir with the socket's path and the cold ansible-playbook's).
 It sends its argv, environment, working directory and fds 0-2 (the pty ansible-runner's
 pexpect reads) to the server, which forks the pass; then it forwards the signals it gets
 to the pass's process group and exits as the pass did. When the server cannot be reached
