@@ -3,6 +3,9 @@
 Read from the source with ``ast`` (every ``import`` and ``from ... import``, also those inside
 functions), so a new import that goes up fails here, naming the file, the line and both
 floors, before it makes a circle nobody sees in a folder listing.
+
+A floor of ``plugins/module_utils`` may have sub-folders (``desired/objects/``): a file in
+one belongs to its floor, and a sub-folder is a folder like any other, twelve files at most.
 """
 
 from __future__ import annotations
@@ -66,6 +69,17 @@ def sources(top: Path) -> list[Path]:
     return sorted(p for p in top.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+def folders(top: Path) -> list[Path]:
+    """``top`` and every folder below it."""
+    below = (p for p in top.rglob("*") if p.is_dir() and "__pycache__" not in p.parts)
+    return [top, *sorted(below)]
+
+
+def floor_of(path: Path) -> str:
+    """The floor of a file under ``plugins/module_utils``: its first folder there."""
+    return path.relative_to(MODULE_UTILS).parts[0]
+
+
 def test_every_module_utils_file_is_on_a_floor():
     loose = [p.name for p in MODULE_UTILS.glob("*.py")]
     floors = {p.name for p in MODULE_UTILS.iterdir() if p.is_dir() and p.name != "__pycache__"}
@@ -73,11 +87,14 @@ def test_every_module_utils_file_is_on_a_floor():
     assert floors == set(MODULE_UTILS_FLOORS), floors
 
 
-@pytest.mark.parametrize("path", sources(MODULE_UTILS), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sources(MODULE_UTILS), ids=lambda p: str(p.relative_to(MODULE_UTILS))
+)
 def test_module_utils_imports_only_go_down(path):
-    own = MODULE_UTILS_FLOORS.index(path.parent.name)
+    mine = floor_of(path)
+    own = MODULE_UTILS_FLOORS.index(mine)
     up = [
-        f"line {line}: {module} ({floor} is above {path.parent.name})"
+        f"line {line}: {module} ({floor} is above {mine})"
         for line, module in imported(path)
         if (floor := module_utils_floor(module)) and MODULE_UTILS_FLOORS.index(floor) > own
     ]
@@ -114,7 +131,7 @@ def test_the_plugins_never_import_the_runner():
 
 @pytest.mark.parametrize(
     "folder",
-    [MODULE_UTILS / f for f in MODULE_UTILS_FLOORS]
+    [folder for f in MODULE_UTILS_FLOORS for folder in folders(MODULE_UTILS / f)]
     + [RUNNER]
     # Every folder of the runner, a floor's sub-folder too (passes/warm/).
     + sorted(p for p in RUNNER.rglob("*") if p.is_dir() and p.name != "__pycache__"),
