@@ -28,7 +28,39 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admis
     AdmissionContext,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as cond
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import glance_config as gc
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.all_files import (
+    config_files,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.api_conf import (
+    image_cache_max_size,
+    render_glance_api_conf,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.extra_config import (
+    extra_config_condition,
+    owned_key_overrides,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.import_opts import (
+    BASELINE_DISALLOWED_HOSTS,
+    import_methods,
+    import_plugins,
+    resolve_import_filtering,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.ini import (
+    ConfigError,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.logging_conf import (
+    OSLO_DEFAULT_LOG_LEVELS,
+    render_logging_conf,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paste_ini import (
+    render_paste_ini,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paths import (
+    POLICY_PATH,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.policy_yaml import (
+    render_policy_yaml,
+)
 
 CRD = load_crds()["Glance"]
 CTX = AdmissionContext(catalogs=load_catalogs())
@@ -50,7 +82,7 @@ def bypassed(spec_patch: dict) -> dict:
 
 
 def api_conf(glance: dict, *, backends=("s3-default",), default="s3-default", policy=False) -> str:
-    return gc.render_glance_api_conf(
+    return render_glance_api_conf(
         glance, enabled_backends=list(backends), default_backend=default, policy_rendered=policy
     )
 
@@ -212,7 +244,7 @@ def full_sample() -> dict:
 
 
 def full_sample_files(glance: dict | None = None) -> dict[str, str]:
-    return gc.config_files(
+    return config_files(
         glance or full_sample(),
         enabled_backends=["s3-archive", "s3-default"],
         default_backend="s3-default",
@@ -444,7 +476,7 @@ def test_sections_are_in_byte_order_with_default_first_and_keys_sorted():
 
 # --- import filtering (§1.2.1) -----------------------------------------------------------
 
-BASELINE = list(gc.BASELINE_DISALLOWED_HOSTS)
+BASELINE = list(BASELINE_DISALLOWED_HOSTS)
 DEFAULT_FILTERS = {
     "allowed_schemes": ["https"],
     "disallowed_schemes": [],
@@ -514,7 +546,7 @@ FILTERING = [
 )
 def test_import_filtering_resolution(filtering, changes):
     glance = stored({} if filtering is None else {"importFiltering": filtering})
-    resolved = gc.resolve_import_filtering(glance["spec"])
+    resolved = resolve_import_filtering(glance["spec"])
     assert resolved == {**DEFAULT_FILTERS, **changes}
     ini = parse_ini(api_conf(glance))["import_filtering_opts"]
     assert ini == {key: "[" + ",".join(values) + "]" for key, values in resolved.items()}
@@ -558,7 +590,7 @@ PLUGINS = [
 )
 def test_import_plugins_render_in_glance_order(spec_patch, expected):
     glance = stored(spec_patch)
-    assert gc.import_plugins(glance["spec"]) == expected
+    assert import_plugins(glance["spec"]) == expected
     rendered = option(api_conf(glance), "image_import_opts", "image_import_plugins")
     assert rendered == "[" + ",".join(expected) + "]"
 
@@ -587,7 +619,7 @@ METHODS = [
 )
 def test_enabled_import_methods_follow_spec_import_methods(spec_patch, expected):
     glance = stored(spec_patch)
-    assert gc.import_methods(glance["spec"]) == expected
+    assert import_methods(glance["spec"]) == expected
     rendered = option(api_conf(glance), "DEFAULT", "enabled_import_methods")
     assert rendered == "[" + ",".join(expected) + "]"
 
@@ -610,11 +642,11 @@ def test_the_pod_url_is_not_in_the_config_files_but_an_override_is_reported():
             }
         }
     )
-    assert [(o.key, o.rejected) for o in gc.owned_key_overrides(glance)] == [
+    assert [(o.key, o.rejected) for o in owned_key_overrides(glance)] == [
         ("enabled_import_methods", False),
         ("worker_self_reference_url", False),
     ]
-    message = gc.extra_config_condition(glance)["message"]
+    message = extra_config_condition(glance)["message"]
     assert "[DEFAULT] enabled_import_methods (overrides spec.importMethods" in message
     assert "OS_DEFAULT__WORKER_SELF_REFERENCE_URL" in message
     assert "needs a staging area shared" not in message
@@ -639,12 +671,12 @@ def test_the_pod_url_is_not_in_the_config_files_but_an_override_is_reported():
 )
 def test_image_cache_max_size_divides_by_ten_first(image_cache, expected):
     glance = stored({} if image_cache is None else {"imageCache": image_cache})
-    assert gc.image_cache_max_size(glance["spec"]) == expected
+    assert image_cache_max_size(glance["spec"]) == expected
 
 
 def test_an_unparseable_cache_size_is_a_config_error():
-    with pytest.raises(gc.ConfigError, match=r"spec\.imageCache\.sizeLimit"):
-        gc.image_cache_max_size({"imageCache": {"sizeLimit": "lots"}})
+    with pytest.raises(ConfigError, match=r"spec\.imageCache\.sizeLimit"):
+        image_cache_max_size({"imageCache": {"sizeLimit": "lots"}})
 
 
 # --- glance-api-paste.ini (§3.2) ---------------------------------------------------------
@@ -695,7 +727,7 @@ pipeline = cors http_proxy_to_wsgi versionnegotiation authtoken context rootapp
 
 
 def test_the_default_paste_file_mounts_healthcheck_as_an_app_above_the_auth_pipeline():
-    assert gc.render_paste_ini(stored()) == DEFAULT_PASTE
+    assert render_paste_ini(stored()) == DEFAULT_PASTE
 
 
 MIDDLEWARE = [
@@ -724,7 +756,7 @@ MIDDLEWARE = [
 
 
 def test_user_middleware_keeps_spec_order_within_before_and_after_and_cache_comes_last():
-    ini = parse_ini(gc.render_paste_ini(stored({"middleware": MIDDLEWARE, "imageCache": {}})))
+    ini = parse_ini(render_paste_ini(stored({"middleware": MIDDLEWARE, "imageCache": {}})))
     assert ini["pipeline:api"]["pipeline"] == (
         "request_id sizelimit cors http_proxy_to_wsgi versionnegotiation authtoken context "
         "audit tracer cache rootapp"
@@ -740,7 +772,7 @@ def test_user_middleware_keeps_spec_order_within_before_and_after_and_cache_come
 
 
 def test_without_image_cache_there_is_no_cache_filter():
-    ini = parse_ini(gc.render_paste_ini(stored({"middleware": MIDDLEWARE})))
+    ini = parse_ini(render_paste_ini(stored({"middleware": MIDDLEWARE})))
     assert "filter:cache" not in ini
     assert ini["pipeline:api"]["pipeline"].endswith("context audit tracer rootapp")
 
@@ -749,7 +781,7 @@ def test_a_middleware_named_like_a_static_section_loses_to_the_static_section():
     glance = stored(
         {"middleware": [{"name": "cors", "filterFactory": "mine:f", "position": "after"}]}
     )
-    ini = parse_ini(gc.render_paste_ini(glance))
+    ini = parse_ini(render_paste_ini(glance))
     assert ini["filter:cors"]["paste.filter_factory"] == "oslo_middleware.cors:filter_factory"
 
 
@@ -805,8 +837,8 @@ PASTE_ERRORS = [
 )
 def test_paste_renderer_errors(middleware, extra, message):
     glance = bypassed({"middleware": middleware, **extra})
-    with pytest.raises(gc.ConfigError) as caught:
-        gc.render_paste_ini(glance)
+    with pytest.raises(ConfigError) as caught:
+        render_paste_ini(glance)
     assert str(caught.value) == message
 
 
@@ -815,8 +847,8 @@ def test_duplicate_middleware_passes_admission_and_is_refused_by_the_renderer():
         {"name": "a", "filterFactory": "x:y", "position": "before"},
         {"name": "a", "filterFactory": "x:y", "position": "after"},
     ]
-    with pytest.raises(gc.ConfigError, match="duplicate middleware name"):
-        gc.render_paste_ini(stored({"middleware": middleware}))
+    with pytest.raises(ConfigError, match="duplicate middleware name"):
+        render_paste_ini(stored({"middleware": middleware}))
 
 
 # --- policy.yaml (§3.4) ------------------------------------------------------------------
@@ -837,14 +869,14 @@ def with_policy(rules=None, configmap=None) -> dict:
 
 def test_no_policy_overrides_renders_no_policy_file():
     glance = stored()
-    assert gc.render_policy_yaml(glance, None) is None
-    files = gc.config_files(glance, enabled_backends=["s"], default_backend="s")
+    assert render_policy_yaml(glance, None) is None
+    files = config_files(glance, enabled_backends=["s"], default_backend="s")
     assert list(files) == ["glance-api-paste.ini", "glance-api.conf", "logging.conf"]
 
 
 def test_inline_rules_render_sorted_one_line_each():
     glance = with_policy(rules={"publicize_image": "role:admin", "add_image": "role:member"})
-    assert gc.render_policy_yaml(glance, None) == (
+    assert render_policy_yaml(glance, None) == (
         "add_image: role:member\npublicize_image: role:admin\n"
     )
 
@@ -855,7 +887,7 @@ def test_inline_rules_win_over_the_configmap_rules():
         configmap="glance-policy",
     )
     data = {"policy.yaml": "publicize_image: role:admin\nget_images: role:member\n"}
-    text = gc.render_policy_yaml(glance, data)
+    text = render_policy_yaml(glance, data)
     assert yaml.safe_load(text) == {
         "delete_image": "role:admin or role:owner",
         "get_images": "role:reader",
@@ -876,7 +908,7 @@ def test_rules_that_need_quoting_survive_a_yaml_round_trip():
         "e": "x" * 200,
         "f": "'quoted'",
     }
-    text = gc.render_policy_yaml(with_policy(rules=rules), None)
+    text = render_policy_yaml(with_policy(rules=rules), None)
     assert yaml.safe_load(text) == rules
     assert len(text.splitlines()) == len(rules)
 
@@ -902,15 +934,15 @@ POLICY_ERRORS = [
 )
 def test_policy_configmap_errors(data, message):
     glance = with_policy(rules={"publicize_image": "role:admin"}, configmap="glance-policy")
-    with pytest.raises(gc.ConfigError) as caught:
-        gc.render_policy_yaml(glance, data)
+    with pytest.raises(ConfigError) as caught:
+        render_policy_yaml(glance, data)
     assert message in str(caught.value)
     assert str(caught.value).startswith("spec.policyOverrides")
 
 
 def test_an_empty_configmap_rule_overridden_inline_is_fine():
     glance = with_policy(rules={"get_images": "role:reader"}, configmap="glance-policy")
-    text = gc.render_policy_yaml(glance, CONFIGMAP_POLICY)
+    text = render_policy_yaml(glance, CONFIGMAP_POLICY)
     assert yaml.safe_load(text)["get_images"] == "role:reader"
 
 
@@ -921,10 +953,10 @@ def test_a_rendered_policy_adds_policy_yaml_and_forces_policy_file_over_extra_co
             "extraConfig": {"oslo_policy": {"policy_file": "/elsewhere.yaml"}},
         }
     )
-    files = gc.config_files(glance, enabled_backends=["s"], default_backend="s")
+    files = config_files(glance, enabled_backends=["s"], default_backend="s")
     assert list(files) == ["glance-api-paste.ini", "glance-api.conf", "logging.conf", "policy.yaml"]
     assert files["policy.yaml"] == "publicize_image: role:admin\n"
-    assert option(files["glance-api.conf"], "oslo_policy", "policy_file") == gc.POLICY_PATH
+    assert option(files["glance-api.conf"], "oslo_policy", "policy_file") == POLICY_PATH
 
 
 # --- logging.conf ------------------------------------------------------------------------
@@ -986,7 +1018,7 @@ LOGGING = [
 def test_logging_conf_is_a_fileconfig_document_that_sets_the_level_in_both_formats(
     logging_spec, root, formatter
 ):
-    text = gc.render_logging_conf(stored({"logging": logging_spec}))
+    text = render_logging_conf(stored({"logging": logging_spec}))
     loaded = load_with_fileconfig(text, ["sqlalchemy", "keystonemiddleware"])
     assert loaded == {
         "root": root,
@@ -999,8 +1031,8 @@ def test_logging_conf_is_a_fileconfig_document_that_sets_the_level_in_both_forma
 
 
 def test_logging_conf_names_the_oslo_formatter_of_each_format():
-    text_ini = parse_ini(gc.render_logging_conf(stored()))
-    json_ini = parse_ini(gc.render_logging_conf(stored({"logging": {"format": "json"}})))
+    text_ini = parse_ini(render_logging_conf(stored()))
+    json_ini = parse_ini(render_logging_conf(stored({"logging": {"format": "json"}})))
     assert text_ini["formatters"] == {"keys": "context"}
     assert text_ini["formatter_context"] == {
         "class": "oslo_log.formatters.ContextFormatter",
@@ -1020,7 +1052,7 @@ def test_logging_conf_names_the_oslo_formatter_of_each_format():
 
 
 def test_logging_conf_starts_with_the_three_lists_of_a_fileconfig_document():
-    text = gc.render_logging_conf(stored())
+    text = render_logging_conf(stored())
     assert text.startswith("[loggers]\nkeys = root,")
     assert (
         "\n\n[handlers]\nkeys = stderr\n\n[formatters]\nkeys = context\n\n[logger_root]\n" in text
@@ -1033,7 +1065,7 @@ def test_per_logger_levels_get_one_logger_section_each_over_oslo_log_stock_level
         "keystonemiddleware.auth_token": "ERROR",
         "glance.api.middleware.cache": "CRITICAL",
     }
-    text = gc.render_logging_conf(stored({"logging": {"perLoggerLevels": per_logger}}))
+    text = render_logging_conf(stored({"logging": {"perLoggerLevels": per_logger}}))
     ini = parse_ini(text)
     assert ini["logger_keystonemiddleware_auth_token"] == {
         "handlers": "",
@@ -1054,20 +1086,20 @@ def test_per_logger_levels_get_one_logger_section_each_over_oslo_log_stock_level
 
 
 def test_a_per_logger_level_for_root_sets_the_root_level():
-    text = gc.render_logging_conf(stored({"logging": {"perLoggerLevels": {"root": "ERROR"}}}))
+    text = render_logging_conf(stored({"logging": {"perLoggerLevels": {"root": "ERROR"}}}))
     assert load_with_fileconfig(text, [])["root"] == "ERROR"
 
 
 def test_logger_names_that_are_not_identifiers_get_unique_keys_and_their_real_qualname():
     per_logger = {"a.b": "DEBUG", "a_b": "ERROR", "odd name%": "CRITICAL"}
-    text = gc.render_logging_conf(stored({"logging": {"perLoggerLevels": per_logger}}))
+    text = render_logging_conf(stored({"logging": {"perLoggerLevels": per_logger}}))
     assert load_with_fileconfig(text, list(per_logger))["levels"] == per_logger
 
 
 def test_a_logger_name_with_a_line_break_is_a_config_error():
     glance = stored({"logging": {"perLoggerLevels": {"bad\nname": "DEBUG"}}}, admitted=False)
-    with pytest.raises(gc.ConfigError, match=r"spec\.logging\.perLoggerLevels"):
-        gc.render_logging_conf(glance)
+    with pytest.raises(ConfigError, match=r"spec\.logging\.perLoggerLevels"):
+        render_logging_conf(glance)
 
 
 def test_extra_config_overrides_of_oslo_log_options_take_effect_in_logging_conf():
@@ -1083,7 +1115,7 @@ def test_extra_config_overrides_of_oslo_log_options_take_effect_in_logging_conf(
             },
         }
     )
-    text = gc.render_logging_conf(glance)
+    text = render_logging_conf(glance)
     loaded = load_with_fileconfig(text, ["sqlalchemy", "boto", "urllib3", "boto3", "stevedore"])
     assert loaded["root"] == "DEBUG"
     assert loaded["datefmt"] == "%H:%M:%S"
@@ -1107,13 +1139,13 @@ def test_extra_config_overrides_of_oslo_log_options_take_effect_in_logging_conf(
 )
 def test_unusable_oslo_log_overrides_are_config_errors(extra, message):
     glance = stored({"extraConfig": {"DEFAULT": extra}})
-    with pytest.raises(gc.ConfigError, match=re.escape(message)):
-        gc.render_logging_conf(glance)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        render_logging_conf(glance)
 
 
 def test_the_stock_levels_are_oslo_log_defaults_of_every_supported_release():
     stock = [
-        f"{name}={level.replace('WARNING', 'WARN')}" for name, level in gc.OSLO_DEFAULT_LOG_LEVELS
+        f"{name}={level.replace('WARNING', 'WARN')}" for name, level in OSLO_DEFAULT_LOG_LEVELS
     ]
     for release, catalog in load_catalogs().items():
         default = catalog["sections"]["DEFAULT"]["default_log_levels"]["default"]
@@ -1135,8 +1167,8 @@ def test_the_full_sample_logging_conf_loads():
 
 def test_extra_config_healthy_when_no_owned_key_is_set():
     for glance in (stored(), stored({"extraConfig": {"DEFAULT": {"image_size_cap": "1"}}})):
-        assert gc.owned_key_overrides(glance) == []
-        assert gc.extra_config_condition(glance) == {
+        assert owned_key_overrides(glance) == []
+        assert extra_config_condition(glance) == {
             "type": cond.EXTRA_CONFIG_HEALTHY,
             "status": cond.TRUE,
             "reason": cond.NO_OWNED_KEYS_OVERRIDDEN,
@@ -1153,14 +1185,14 @@ def test_owned_key_overrides_are_reported_sorted_with_their_impact():
             }
         }
     )
-    assert gc.extra_config_condition(glance) == {
+    assert extra_config_condition(glance) == {
         "type": cond.EXTRA_CONFIG_HEALTHY,
         "status": cond.FALSE,
         "reason": cond.OWNED_KEYS_OVERRIDDEN,
         "message": "[DEFAULT] debug (overrides spec.logging.debug); [keystone_authtoken] "
         "auth_url (token validation and the 401 challenge follow spec.keystoneEndpoint)",
     }
-    assert [(o.section, o.key, o.value, o.rejected) for o in gc.owned_key_overrides(glance)] == [
+    assert [(o.section, o.key, o.value, o.rejected) for o in owned_key_overrides(glance)] == [
         ("DEFAULT", "debug", "true", False),
         ("keystone_authtoken", "auth_url", "http://other:5000/v3", False),
     ]
@@ -1168,9 +1200,9 @@ def test_owned_key_overrides_are_reported_sorted_with_their_impact():
 
 def test_rejected_owned_keys_that_slipped_past_admission_are_reported_as_rejected():
     glance = bypassed({"extraConfig": {"keystone_authtoken": {"password": "secret"}}})
-    (override,) = gc.owned_key_overrides(glance)
+    (override,) = owned_key_overrides(glance)
     assert override.rejected
-    assert gc.extra_config_condition(glance)["message"] == (
+    assert extra_config_condition(glance)["message"] == (
         "[keystone_authtoken] password (a password in extraConfig would be stored in a "
         "ConfigMap in clear text)"
     )
@@ -1178,7 +1210,7 @@ def test_rejected_owned_keys_that_slipped_past_admission_are_reported_as_rejecte
 
 def test_owned_keys_are_matched_as_oslo_config_matches_names():
     glance = bypassed({"extraConfig": {"Keystone_Authtoken": {"auth-url": "http://other/v3"}}})
-    (override,) = gc.owned_key_overrides(glance)
+    (override,) = owned_key_overrides(glance)
     assert (override.section, override.key, override.owned.key) == (
         "Keystone_Authtoken",
         "auth-url",
@@ -1236,7 +1268,7 @@ def test_extra_config_wins_over_operator_keys_and_plugin_sections():
 def test_the_forced_policy_file_wins_over_extra_config():
     glance = stored({"extraConfig": {"oslo_policy": {"policy_file": "/x.yaml"}}})
     assert option(api_conf(glance), "oslo_policy", "policy_file") == "/x.yaml"
-    assert option(api_conf(glance, policy=True), "oslo_policy", "policy_file") == gc.POLICY_PATH
+    assert option(api_conf(glance, policy=True), "oslo_policy", "policy_file") == POLICY_PATH
 
 
 @pytest.mark.parametrize(
@@ -1258,13 +1290,13 @@ def test_the_forced_policy_file_wins_over_extra_config():
     ids=["line break in a value", "bracket in a section", "leading space in a key"],
 )
 def test_names_and_values_that_would_break_the_file_are_config_errors(spec_patch, message):
-    with pytest.raises(gc.ConfigError) as caught:
+    with pytest.raises(ConfigError) as caught:
         api_conf(bypassed(spec_patch))
     assert message in str(caught.value)
 
 
 def test_config_error_is_a_value_error():
-    assert issubclass(gc.ConfigError, ValueError)
+    assert issubclass(ConfigError, ValueError)
 
 
 # --- determinism -------------------------------------------------------------------------
@@ -1283,33 +1315,33 @@ def test_rendering_is_deterministic_and_ignores_mapping_order():
     glance = full_sample()
     glance["spec"]["policyOverrides"]["configMapRef"] = {"name": "glance-policy"}
     data = {"policy.yaml": "b_rule: role:b\na_rule: role:a\n"}
-    first = gc.config_files(
+    first = config_files(
         glance,
         enabled_backends=["s3-archive", "s3-default"],
         default_backend="s3-default",
         policy_configmap_data=data,
     )
-    again = gc.config_files(
+    again = config_files(
         copy.deepcopy(glance),
         enabled_backends=["s3-archive", "s3-default"],
         default_backend="s3-default",
         policy_configmap_data=dict(data),
     )
-    shuffled = gc.config_files(
+    shuffled = config_files(
         reversed_dicts(glance),
         enabled_backends=["s3-archive", "s3-default"],
         default_backend="s3-default",
         policy_configmap_data=reversed_dicts(data),
     )
     assert first == again == shuffled
-    assert gc.extra_config_condition(glance) == gc.extra_config_condition(reversed_dicts(glance))
+    assert extra_config_condition(glance) == extra_config_condition(reversed_dicts(glance))
 
 
 def test_the_renderer_does_not_modify_its_input():
     glance = full_sample()
     before = copy.deepcopy(glance)
     full_sample_files(glance)
-    gc.extra_config_condition(glance)
+    extra_config_condition(glance)
     assert glance == before
 
 
@@ -1330,10 +1362,10 @@ def test_a_dollar_in_a_typed_value_is_escaped_but_extra_config_passes_through():
 
 def test_the_wsgi_python_interpreter_is_an_owned_key_the_conversion_plugin_needs():
     glance = stored({"extraConfig": {"wsgi": {"python_interpreter": "/usr/bin/python3"}}})
-    (override,) = gc.owned_key_overrides(glance)
+    (override,) = owned_key_overrides(glance)
     assert (override.section, override.key, override.rejected) == (
         "wsgi",
         "python_interpreter",
         False,
     )
-    assert "qemu-img through the image's Python" in gc.extra_config_condition(glance)["message"]
+    assert "qemu-img through the image's Python" in extra_config_condition(glance)["message"]

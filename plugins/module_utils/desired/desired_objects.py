@@ -82,21 +82,21 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admis
     effective_prestop,
     http_keepalive_wanted,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
-    db_purge_cronjob_name,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paths import (
     BACKENDS_DIR,
     CONFIG_DIR,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paths import (
     IMAGE_CACHE_DIR as IMAGE_CACHE_PATH,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paths import (
     STAGING_DIR as STAGING_PATH,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config import (
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paths import (
     TASKS_WORK_DIR as TASKS_PATH,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
+    db_purge_cronjob_name,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
     DB_PASSWORD_KEY,

@@ -45,6 +45,18 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.backend_projec
     is_attached,
     project_backends,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.all_files import (
+    config_files,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.api_conf import (
+    image_cache_max_size,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.extra_config import (
+    extra_config_condition,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.ini import (
+    ConfigError,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     backends_base,
     config_base,
@@ -55,12 +67,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.desired_object
     Artifacts,
     desired_objects,
     target_cluster,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_config import (
-    ConfigError,
-    config_files,
-    extra_config_condition,
-    image_cache_max_size,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
     ExternalSecrets,
