@@ -50,10 +50,8 @@ for entry in (ROOT / "tests", ROOT / ".collections", ROOT):
 
 from e2e.stack import DEMO_PASSWORD, Stack, StackError, free_port, missing_programs  # noqa: E402
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.desired_objects import (  # noqa: E402
-    API_PORT,
-    uwsgi_command,
-)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import API_PORT  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.uwsgi import uwsgi_command  # noqa: E402
 
 MIB = 1024 * 1024
 PROCSTAT = ROOT / "tests" / "e2e" / "procstat.py"

@@ -30,7 +30,9 @@ import yaml
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
+    API_PORT,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import KubeClient
 from support.cluster import ready_deployment_status
 from support.fake_apiserver import FakeAPIServer
@@ -108,7 +110,7 @@ class ApiEnv:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
             )
         if self.double is not None and self.health is not None:
-            self.double.set_service_backend(namespace, "glance", do.API_PORT, self.health.url)
+            self.double.set_service_backend(namespace, "glance", API_PORT, self.health.url)
 
     def create_all(self, documents: list[dict[str, Any]]) -> None:
         """Create ``documents`` in this env's namespace (whatever namespace they name)."""

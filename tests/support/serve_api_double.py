@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # the tests' own folder of that name.
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / ".collections"), str(ROOT)]
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do  # noqa: E402
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (  # noqa: E402
+    API_PORT,
+)
 from support.api_env import HealthServer  # noqa: E402
 from support.fake_apiserver import FakeAPIServer  # noqa: E402
 
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
             double.write_kubeconfig(args.kubeconfig)
             for namespace in args.namespace or DEFAULT_NAMESPACES:
-                double.set_service_backend(namespace, "glance", do.API_PORT, health.url)
+                double.set_service_backend(namespace, "glance", API_PORT, health.url)
             print(f"serving; KUBECONFIG={args.kubeconfig}", flush=True)
             stop.wait()
     finally:

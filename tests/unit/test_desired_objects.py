@@ -27,7 +27,45 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission im
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
+    db_purge_cronjob_name,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.api import (
+    deployment,
+    service,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.config_secrets import (
+    db_connection_secret,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.database import (
+    db_purge_cronjob,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.exposure import (
+    keystone_port,
+    network_policy,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
+    DB_JOBS,
+    DB_PHASE_JOBS,
+    MARIADB_OBJECTS,
+    OBJECT_KEYS,
+    OPTIONAL_OBJECTS,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    Artifacts,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.owned import (
+    desired_objects,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
+    CONTAINER_SECURITY_CONTEXT,
+    pod_template_object,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.uwsgi import (
+    UWSGI_CHUNKED_INPUT_LIMIT,
+    UWSGI_TRANSFER_IDLE_TIMEOUT,
+    uwsgi_command,
+)
 
 CRD = load_crds()["Glance"]
 OWNER = {
@@ -36,7 +74,7 @@ OWNER = {
     "name": "glance",
     "uid": "6f1c1d0e-5a4b-4c3d-9e8f-7a6b5c4d3e2f",
 }
-ARTIFACTS = do.Artifacts(
+ARTIFACTS = Artifacts(
     config_map="glance-config-0123abcd",
     backends_secret="glance-backends-89abcdef",
     config_data={"glance-api.conf": "[DEFAULT]\ndebug = false\n", "glance-api-paste.ini": "[x]\n"},
@@ -69,19 +107,19 @@ def stored(spec: dict | None = None, **metadata) -> dict:
     return verdict.object
 
 
-def artifacts(**changes) -> do.Artifacts:
+def artifacts(**changes) -> Artifacts:
     return dataclasses.replace(ARTIFACTS, **changes)
 
 
-def desired(spec: dict | None = None, art: do.Artifacts = ARTIFACTS, **kw) -> dict:
-    return do.desired_objects(stored(spec), art, **kw)
+def desired(spec: dict | None = None, art: Artifacts = ARTIFACTS, **kw) -> dict:
+    return desired_objects(stored(spec), art, **kw)
 
 
-def api_container(spec: dict | None = None, art: do.Artifacts = ARTIFACTS) -> dict:
-    return do.deployment(stored(spec), art)["pod"]["containers"][0]
+def api_container(spec: dict | None = None, art: Artifacts = ARTIFACTS) -> dict:
+    return deployment(stored(spec), art)["pod"]["containers"][0]
 
 
-def pod_of(key: str, spec: dict | None = None, art: do.Artifacts = ARTIFACTS) -> dict:
+def pod_of(key: str, spec: dict | None = None, art: Artifacts = ARTIFACTS) -> dict:
     return desired(spec, art)[key]["pod"]
 
 
@@ -211,52 +249,52 @@ def test_each_uwsgi_knob_changes_exactly_its_tokens(uwsgi, expected):
     ],
 )
 def test_a_spec_that_bypassed_admission_never_emits_a_meaningless_cap(uwsgi, absent):
-    assert absent not in do.uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
+    assert absent not in uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
 
 
 def test_uwsgi_2_0_has_no_keepalive_timeout_option():
     # The reference's --http-keepalive-timeout makes uWSGI 2.0 exit: unrecognized option.
-    command = do.uwsgi_command({"apiServer": {"uwsgi": {"httpKeepAliveTimeout": 30}}})
+    command = uwsgi_command({"apiServer": {"uwsgi": {"httpKeepAliveTimeout": 30}}})
     assert not any(token.startswith("--http-keepalive-timeout") for token in command)
     assert "--http-keepalive=30" in command
 
 
 @pytest.mark.parametrize("uwsgi", [{}, {"httpKeepAlive": True}], ids=["default", "keepalive"])
 def test_a_paused_transfer_is_cut_by_neither_the_router_nor_a_worker_before_the_bound(uwsgi):
-    command = do.uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
-    bound = str(do.UWSGI_TRANSFER_IDLE_TIMEOUT)
+    command = uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
+    bound = str(UWSGI_TRANSFER_IDLE_TIMEOUT)
     assert command[command.index("--socket-timeout") + 1] == bound  # workers, chunked reads
     if "--http" in command:
         assert command[command.index("--http-timeout") + 1] == bound  # the router, both peers
-    assert do.UWSGI_TRANSFER_IDLE_TIMEOUT >= 120  # minutes, not uWSGI's 4 s
+    assert UWSGI_TRANSFER_IDLE_TIMEOUT >= 120  # minutes, not uWSGI's 4 s
     assert "--chunked-input-timeout" not in command  # it would override --socket-timeout
 
 
 def test_without_keepalive_every_response_announces_the_close():
     # --http-socket closes after each response; saying so keeps clients from reusing it.
-    command = do.uwsgi_command({})
+    command = uwsgi_command({})
     assert command[command.index("--http-socket") + 1] == ":9292"
     assert command[command.index("--add-header") + 1] == "Connection: close"
     assert "--http" not in command and "--http11-socket" not in command
 
 
 def test_processes_and_threads_below_one_fall_back_to_the_defaults():
-    command = do.uwsgi_command({"apiServer": {"uwsgi": {"processes": 0, "threads": -1}}})
+    command = uwsgi_command({"apiServer": {"uwsgi": {"processes": 0, "threads": -1}}})
     assert command[command.index("--processes") + 1] == "2"
     assert command[command.index("--threads") + 1] == "1"
 
 
 def test_the_pyargv_value_is_one_argv_element():
-    command = do.uwsgi_command({})
+    command = uwsgi_command({})
     assert command[command.index("--pyargv") + 1].count("--config-dir") == 2
 
 
 @pytest.mark.parametrize("uwsgi", [{}, {"httpKeepAlive": True}], ids=["default", "keepalive"])
 def test_the_chunked_input_limit_lets_a_one_mib_chunk_and_its_framing_through(uwsgi):
-    command = do.uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
+    command = uwsgi_command({"apiServer": {"uwsgi": uwsgi}})
     position = command.index("--chunked-input-limit")
     one_mib_chunk_with_framing = 1024 * 1024 + len("100000\r\n") + len("\r\n")
-    assert int(command[position + 1]) == do.UWSGI_CHUNKED_INPUT_LIMIT
+    assert int(command[position + 1]) == UWSGI_CHUNKED_INPUT_LIMIT
     assert int(command[position + 1]) > 10 * one_mib_chunk_with_framing
 
 
@@ -391,7 +429,7 @@ def test_the_api_port_is_9292():
 
 
 def volumes_of(spec: dict | None = None) -> dict[str, dict]:
-    return {v["name"]: v for v in do.deployment(stored(spec), ARTIFACTS)["pod"]["volumes"]}
+    return {v["name"]: v for v in deployment(stored(spec), ARTIFACTS)["pod"]["volumes"]}
 
 
 @pytest.mark.parametrize(
@@ -411,7 +449,7 @@ def test_both_scratch_volumes_carry_the_resolved_staging_limit(staging, source):
 
 
 def test_volumes_and_mounts_follow_the_reference_order_with_tmp_last():
-    pod = do.deployment(stored({"database": {"tls": TLS}, "imageCache": {}}), ARTIFACTS)["pod"]
+    pod = deployment(stored({"database": {"tls": TLS}, "imageCache": {}}), ARTIFACTS)["pod"]
     assert [v["name"] for v in pod["volumes"]] == [
         "config",
         "backends",
@@ -436,7 +474,7 @@ def test_volumes_and_mounts_follow_the_reference_order_with_tmp_last():
 
 
 def test_without_tls_or_cache_the_pod_has_only_the_four_reference_volumes_and_tmp():
-    pod = do.deployment(stored(), ARTIFACTS)["pod"]
+    pod = deployment(stored(), ARTIFACTS)["pod"]
     assert [v["name"] for v in pod["volumes"]] == [
         "config",
         "backends",
@@ -521,8 +559,8 @@ def test_the_image_cache_volume_carries_the_resolved_cache_limit(image_cache, li
 # --- the cache-maintenance sidecar --------------------------------------------------------
 
 
-def sidecar(spec: dict, art: do.Artifacts = ARTIFACTS) -> dict:
-    containers = do.deployment(stored(spec), art)["pod"]["containers"]
+def sidecar(spec: dict, art: Artifacts = ARTIFACTS) -> dict:
+    containers = deployment(stored(spec), art)["pod"]["containers"]
     assert [c["name"] for c in containers] == ["glance-api", "cache-maintenance"]
     return containers[1]
 
@@ -533,7 +571,7 @@ def script_values(script: str) -> dict[str, str]:
 
 
 def test_no_sidecar_and_no_cache_volume_without_image_cache():
-    pod = do.deployment(stored(), ARTIFACTS)["pod"]
+    pod = deployment(stored(), ARTIFACTS)["pod"]
     assert [c["name"] for c in pod["containers"]] == ["glance-api"]
     assert "image-cache" not in [v["name"] for v in pod["volumes"]]
 
@@ -703,12 +741,12 @@ def test_the_sidecar_is_restricted_small_and_mounts_only_config_cache_and_tmp():
         {"name": "image-cache", "mountPath": "/var/lib/glance/image-cache"},
         TMP_MOUNT,
     ]
-    assert container["security_context"] == do.CONTAINER_SECURITY_CONTEXT
+    assert container["security_context"] == CONTAINER_SECURITY_CONTEXT
 
 
 def test_an_image_cache_without_its_max_size_artifact_is_a_caller_error():
     with pytest.raises(ValueError, match="image_cache_max_size is required"):
-        do.deployment(stored({"imageCache": {}}), artifacts(image_cache_max_size=None))
+        deployment(stored({"imageCache": {}}), artifacts(image_cache_max_size=None))
 
 
 # --- Deployment knobs ---------------------------------------------------------------------
@@ -796,7 +834,7 @@ def test_the_two_digests_become_pod_annotations_only_when_non_empty(
     dsn_digest, authtoken_digest, annotations
 ):
     art = artifacts(dsn_digest=dsn_digest, authtoken_digest=authtoken_digest)
-    assert do.deployment(stored(), art)["pod"]["annotations"] == annotations
+    assert deployment(stored(), art)["pod"]["annotations"] == annotations
 
 
 def test_labels_selector_and_component():
@@ -846,11 +884,11 @@ def test_every_pod_and_container_is_restricted():
 
 def test_the_service_is_cluster_ip_on_9292_and_narrows_only_when_asked():
     glance = stored()
-    wide = do.service(glance, ARTIFACTS)
+    wide = service(glance, ARTIFACTS)
     assert wide["type"] == "ClusterIP"
     assert wide["ports"] == [{"port": 9292, "targetPort": 9292, "protocol": "TCP"}]
     assert wide["selector"] == SELECT["matchLabels"]
-    narrow = do.service(glance, ARTIFACTS, narrow_selector=True)
+    narrow = service(glance, ARTIFACTS, narrow_selector=True)
     assert narrow["selector"] == {**SELECT["matchLabels"], "app.kubernetes.io/component": "api"}
     assert desired(narrow_selector=True)["service"] == narrow
 
@@ -1066,8 +1104,8 @@ def test_the_keystone_rule_takes_the_ports_of_both_endpoints(endpoints, ports):
 
 
 def test_keystone_ports_fail_closed_to_443_for_an_unparseable_url():
-    assert do.keystone_port("http://bad host/") == 443
-    assert do.keystone_port("http://keystone:99999/") == 80
+    assert keystone_port("http://bad host/") == 443
+    assert keystone_port("http://keystone:99999/") == 80
 
 
 def test_additional_egress_comes_last_verbatim():
@@ -1134,7 +1172,7 @@ def test_an_empty_ingress_list_fails_closed():
         stored({"networkPolicy": POLICY}), {"spec": {"networkPolicy": {"ingress": []}}}
     )
     with pytest.raises(ValueError, match="would allow all ingress"):
-        do.network_policy(glance, ARTIFACTS)
+        network_policy(glance, ARTIFACTS)
 
 
 # --- HTTPRoute ----------------------------------------------------------------------------
@@ -1200,7 +1238,7 @@ def canonical_hash(obj: dict) -> str:
 
 def test_the_db_sync_hash_is_the_sha256_of_the_canonical_pod_template():
     job = desired()["db_sync_job"]
-    template = do.pod_template_object(job["pod"])
+    template = pod_template_object(job["pod"])
     assert job["annotations"] == {"cobaltcore.c5c3.io/pod-spec-hash": canonical_hash(template)}
 
 
@@ -1237,7 +1275,7 @@ def test_a_phase_job_runs_its_command_in_the_db_sync_jobs_pod(key, name, command
     spec = {"database": {"tls": TLS}, "image": {"tag": "2026.2"}}
     objects = desired(spec, database_job=key)
     job = objects[key]
-    assert [k for k in do.DB_JOBS if objects[k] is not None] == [key]
+    assert [k for k in DB_JOBS if objects[k] is not None] == [key]
     sync = desired(spec)["db_sync_job"]
     assert job["name"] == name
     assert job["backoff_limit"] == 4
@@ -1250,13 +1288,13 @@ def test_a_phase_job_runs_its_command_in_the_db_sync_jobs_pod(key, name, command
         assert container[field] == sync_container[field], field
     assert job["pod"]["volumes"] == sync["pod"]["volumes"]
     assert any(v["name"] == "db-tls" for v in job["pod"]["volumes"])
-    template = do.pod_template_object(job["pod"])
+    template = pod_template_object(job["pod"])
     assert job["annotations"] == {"cobaltcore.c5c3.io/pod-spec-hash": canonical_hash(template)}
 
 
 def test_no_database_job_renders_when_none_is_named():
     objects = desired(database_job=None)
-    assert all(objects[key] is None for key in do.DB_JOBS)
+    assert all(objects[key] is None for key in DB_JOBS)
     with pytest.raises(ValueError, match="database_job must be one of"):
         desired(database_job="db_purge_cronjob")
 
@@ -1315,15 +1353,15 @@ def test_the_db_purge_cronjob_takes_every_db_purge_knob():
     ],
 )
 def test_the_db_purge_name_is_hashed_for_names_over_43_characters(name, expected):
-    assert do.db_purge_cronjob_name(name) == expected
-    assert len(do.db_purge_cronjob_name(name)) <= 52
+    assert db_purge_cronjob_name(name) == expected
+    assert len(db_purge_cronjob_name(name)) <= 52
 
 
 def test_a_44_character_glance_gets_the_hashed_cronjob_name():
     name = "glance-" + "x" * 37
     assert len(name) == 44
     glance = patched(stored(), {"metadata": {"name": name}})
-    cron = do.db_purge_cronjob(glance, ARTIFACTS)
+    cron = db_purge_cronjob(glance, ARTIFACTS)
     assert (
         cron["name"]
         == f"glance-{'x' * 27}-{hashlib.sha256(name.encode()).hexdigest()[:8]}-db-purge"
@@ -1358,7 +1396,7 @@ def test_the_secrets_carry_base64_data():
 
 
 def test_non_ascii_secret_values_are_utf8_before_base64():
-    secret = do.db_connection_secret(stored(), artifacts(dsn="mysql+pymysql://gläns:pw@db/glance"))
+    secret = db_connection_secret(stored(), artifacts(dsn="mysql+pymysql://gläns:pw@db/glance"))
     assert (
         base64.b64decode(secret["data"]["connection"])
         .decode("utf-8")
@@ -1377,9 +1415,9 @@ def test_every_object_is_namespaced_and_owned_by_the_glance_as_controller():
         "database": MANAGED_DB,
     }
     objects = desired(spec)
-    assert list(objects) == list(do.OBJECT_KEYS)
+    assert list(objects) == list(OBJECT_KEYS)
     for key, data in objects.items():
-        if key in do.DB_PHASE_JOBS:  # only during an upgrade
+        if key in DB_PHASE_JOBS:  # only during an upgrade
             assert data is None, key
             continue
         assert data is not None, key
@@ -1391,9 +1429,9 @@ def test_every_object_is_namespaced_and_owned_by_the_glance_as_controller():
 
 def test_optional_objects_are_none_when_their_block_is_unset():
     objects = desired()
-    assert {key for key, data in objects.items() if data is None} == do.OPTIONAL_OBJECTS | set(
-        do.DB_PHASE_JOBS
-    ) | set(do.MARIADB_OBJECTS)  # brownfield mode: no MariaDB resources
+    assert {key for key, data in objects.items() if data is None} == OPTIONAL_OBJECTS | set(
+        DB_PHASE_JOBS
+    ) | set(MARIADB_OBJECTS)  # brownfield mode: no MariaDB resources
 
 
 # --- managed mode: the mariadb-operator resources (reference-spec §4.10) ----------------
@@ -1456,7 +1494,7 @@ def test_without_a_valid_config_only_the_spec_driven_objects_are_rendered():
         "gateway": {"parentRef": {"name": "gw"}, "hostname": "g.example"},
     }
     objects = desired(spec, artifacts(config_map="", backends_secret="", dsn=None, dsn_digest=None))
-    assert {key for key, data in objects.items() if data is not None} == do.OPTIONAL_OBJECTS
+    assert {key for key, data in objects.items() if data is not None} == OPTIONAL_OBJECTS
 
 
 def test_no_db_connection_secret_without_a_dsn_but_the_workloads_still_render():
@@ -1469,12 +1507,12 @@ def test_the_output_is_deterministic_shares_nothing_and_leaves_the_input_alone()
     spec = {"imageCache": {}, "database": {"tls": TLS}, "networkPolicy": POLICY}
     glance = stored(spec)
     before = copy.deepcopy(glance)
-    first = do.desired_objects(glance, ARTIFACTS)
-    assert do.desired_objects(glance, ARTIFACTS) == first
+    first = desired_objects(glance, ARTIFACTS)
+    assert desired_objects(glance, ARTIFACTS) == first
     assert glance == before
     assert "&id" not in yaml.safe_dump(first)
     first["deployment"]["pod"]["containers"][0]["security_context"]["runAsUser"] = 0
     first["network_policy"]["ingress"][0]["from"][0]["namespaceSelector"]["x"] = "y"
-    assert do.desired_objects(glance, ARTIFACTS)["deployment"] == do.deployment(glance, ARTIFACTS)
+    assert desired_objects(glance, ARTIFACTS)["deployment"] == deployment(glance, ARTIFACTS)
     assert glance == before
-    assert do.CONTAINER_SECURITY_CONTEXT["runAsUser"] == 42424
+    assert CONTAINER_SECURITY_CONTEXT["runAsUser"] == 42424

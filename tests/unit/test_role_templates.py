@@ -32,7 +32,20 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_f
     COLLECTION_ROOT,
     load_crds,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
+    DB_JOBS,
+    MARIADB_OBJECTS,
+    OBJECT_KEYS,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    Artifacts,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.owned import (
+    desired_objects,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
+    pod_template_object,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import (
     KINDS,
     objects_by_key,
@@ -105,7 +118,7 @@ def stored_glance(docs: list[dict]) -> dict:
     return verdict.object
 
 
-def fake_artifacts(docs: list[dict], glance: dict) -> do.Artifacts:
+def fake_artifacts(docs: list[dict], glance: dict) -> Artifacts:
     """Plausible artefacts for a sample: what the config and secrets steps would produce."""
     name = glance["metadata"]["name"]
     config_data = {
@@ -122,7 +135,7 @@ def fake_artifacts(docs: list[dict], glance: dict) -> do.Artifacts:
     max_size = None
     if cache is not None:
         max_size = int(parse_quantity(cache.get("sizeLimit") or "10Gi")) // 10 * 8
-    return do.Artifacts(
+    return Artifacts(
         config_map=f"{name}-config-{hashlib.sha256(repr(config_data).encode()).hexdigest()[:8]}",
         backends_secret=f"{name}-backends-{hashlib.sha256(repr(backends_data).encode()).hexdigest()[:8]}",
         config_data=config_data,
@@ -156,7 +169,7 @@ class Scenario:
             art = dataclasses.replace(
                 art, config_map="", backends_secret="", dsn=None, dsn_digest=None
             )
-        return do.desired_objects(glance, art, **self.kw)
+        return desired_objects(glance, art, **self.kw)
 
 
 SCENARIOS = {
@@ -247,7 +260,7 @@ def _metadata(d: dict, annotations: dict | None = None) -> dict:
 
 def expected_object(key: str, d: dict) -> dict:
     """The Kubernetes object the data ``d`` of ``key`` describes."""
-    if key in do.MARIADB_OBJECTS:
+    if key in MARIADB_OBJECTS:
         spec = {"mariaDbRef": d["mariadb_ref"]}
         if key == "mariadb_database":
             spec.update(characterSet=d["character_set"], collate=d["collate"], name=d["database"])
@@ -292,7 +305,7 @@ def expected_object(key: str, d: dict) -> dict:
         spec = {
             "selector": d["selector"],
             "strategy": d["strategy"],
-            "template": do.pod_template_object(d["pod"]),
+            "template": pod_template_object(d["pod"]),
         }
         if d["replicas"] is not None:
             spec["replicas"] = d["replicas"]
@@ -341,8 +354,8 @@ def expected_object(key: str, d: dict) -> dict:
             "egress": d["egress"],
         }
         return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", **head, "spec": spec}
-    if key in do.DB_JOBS:
-        spec = {"backoffLimit": d["backoff_limit"], "template": do.pod_template_object(d["pod"])}
+    if key in DB_JOBS:
+        spec = {"backoffLimit": d["backoff_limit"], "template": pod_template_object(d["pod"])}
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -354,7 +367,7 @@ def expected_object(key: str, d: dict) -> dict:
             "metadata": {"labels": d["job_labels"]},
             "spec": {
                 "activeDeadlineSeconds": d["active_deadline_seconds"],
-                "template": do.pod_template_object(d["pod"]),
+                "template": pod_template_object(d["pod"]),
             },
         }
         spec = {
@@ -617,7 +630,7 @@ def test_a_role_may_render_only_its_own_keys_with_their_templates(renders):
 
 
 def test_every_key_has_a_kind_and_a_template_file():
-    assert set(KINDS) == set(do.OBJECT_KEYS)
+    assert set(KINDS) == set(OBJECT_KEYS)
     for kind in KINDS.values():
         assert (ROOT / "roles" / kind.role / "templates" / kind.template).is_file()
     assert {(k, KINDS[k].role) for k in KINDS} == {

@@ -62,12 +62,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_addres
     config_base,
     content_name,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.desired_objects import (
-    MARIADB_OBJECTS,
-    Artifacts,
-    desired_objects,
-    target_cluster,
-)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets import (
     ExternalSecrets,
     db_connection_dsn,
@@ -79,6 +73,16 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_document
     error_lines,
     judge_documents,
     warning_lines,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
+    MARIADB_OBJECTS,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    Artifacts,
+    target_cluster,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.owned import (
+    desired_objects,
 )
 
 # Objects in the order a reader (and kubectl apply) meets them: what others reference first.

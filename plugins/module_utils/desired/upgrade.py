@@ -44,7 +44,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
+    DB_CONTRACT_JOB,
+    DB_EXPAND_JOB,
+    DB_MIGRATE_JOB,
+    DB_SYNC_JOB,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.release import (
     is_upgrade,
     parse_release,
@@ -58,9 +63,9 @@ PHASES = (EXPANDING, MIGRATING, ROLLING_UPDATE, CONTRACTING)
 NEXT_PHASE = {EXPANDING: MIGRATING, MIGRATING: ROLLING_UPDATE, ROLLING_UPDATE: CONTRACTING}
 # The phases that run a Job, and its desired_objects key.
 PHASE_JOBS = {
-    EXPANDING: do.DB_EXPAND_JOB,
-    MIGRATING: do.DB_MIGRATE_JOB,
-    CONTRACTING: do.DB_CONTRACT_JOB,
+    EXPANDING: DB_EXPAND_JOB,
+    MIGRATING: DB_MIGRATE_JOB,
+    CONTRACTING: DB_CONTRACT_JOB,
 }
 
 # --- what the database step does (Step.action) --------------------------------------------
@@ -219,7 +224,7 @@ def database_job(release: str, status: Mapping[str, Any] | None) -> str | None:
     """The ``desired_objects`` key of the database Job the passes work towards, or None."""
     step = database_step(release, status)
     if step.action in (SYNC, ABORT):
-        return do.DB_SYNC_JOB
+        return DB_SYNC_JOB
     if step.action in (INITIATE, PHASE):
         return PHASE_JOBS.get(step.phase)
     return None

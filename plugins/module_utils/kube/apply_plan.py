@@ -61,9 +61,27 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     retained_copies,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
+    BACKENDS_SECRET,
+    CONFIG_MAP,
+    DB_CONNECTION_SECRET,
+    DB_JOBS,
+    DB_PURGE_CRONJOB,
+    DB_SYNC_JOB,
+    DEPLOYMENT,
+    HPA,
+    HTTP_ROUTE,
+    MARIADB_OBJECTS,
+    NETWORK_POLICY,
+    OPTIONAL_OBJECTS,
+    PDB,
+    SERVICE,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    POD_SPEC_HASH_ANNOTATION,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import KINDS
 from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.quantity import parse_quantity
@@ -99,21 +117,21 @@ JOB_COMPLETE = "job-complete"
 JOB_FAILED = "job-failed"
 RERUN = "rerun-key-changed"  # a finished Job of an older pod template is deleted
 
-CREATE_ONLY = (do.CONFIG_MAP, do.BACKENDS_SECRET)
+CREATE_ONLY = (CONFIG_MAP, BACKENDS_SECRET)
 # The order the apply step writes in: what others reference first, deletions last.
 APPLY_ORDER = (
-    do.CONFIG_MAP,
-    do.BACKENDS_SECRET,
-    do.DB_CONNECTION_SECRET,
-    *do.MARIADB_OBJECTS,
-    do.HPA,
-    do.NETWORK_POLICY,
-    do.HTTP_ROUTE,
-    do.DB_PURGE_CRONJOB,
-    *do.DB_JOBS,
-    do.DEPLOYMENT,
-    do.SERVICE,
-    do.PDB,
+    CONFIG_MAP,
+    BACKENDS_SECRET,
+    DB_CONNECTION_SECRET,
+    *MARIADB_OBJECTS,
+    HPA,
+    NETWORK_POLICY,
+    HTTP_ROUTE,
+    DB_PURGE_CRONJOB,
+    *DB_JOBS,
+    DEPLOYMENT,
+    SERVICE,
+    PDB,
 )
 GUARDED_SERVICE_FIELDS = ("clusterIP", "clusterIPs", "ipFamilies")
 _QUANTITY_KEYS = frozenset({"sizeLimit"})
@@ -357,7 +375,7 @@ def ssa_action(
 
 def absent_action(key: str, live: Mapping[str, Any] | None, owner_uid: str) -> Action:
     """The decision when ``desired`` has None for ``key`` (see the module docstring)."""
-    if key not in do.OPTIONAL_OBJECTS:
+    if key not in OPTIONAL_OBJECTS:
         return _action(key, NONE, NOT_YET, *_name_ns(live))
     return _delete_if_ours(key, live, owner_uid)
 
@@ -370,7 +388,7 @@ def deployment_actions(
     desired: Mapping[str, Any], live: Mapping[str, Any] | None, owner_uid: str
 ) -> list[Action]:
     """The Deployment: the selector recreate rule, the replicas hand-over, then apply."""
-    key = do.DEPLOYMENT
+    key = DEPLOYMENT
     name, namespace = _name_ns(desired)
     if live is None or ls.is_deleting(live) or ls.controlled_by_other(live, owner_uid):
         return [ssa_action(key, desired, live, owner_uid)]
@@ -445,7 +463,7 @@ def service_action(
     owner_uid: str,
 ) -> Action:
     """The Service: the latched selector, the clusterIP guard, then apply."""
-    key = do.SERVICE
+    key = SERVICE
     wanted = copy.deepcopy(dict(desired))
     spec = wanted.setdefault("spec", {})
     spec["selector"] = ls.service_selector(spec.get("selector") or {}, live, live_deployment)
@@ -460,16 +478,16 @@ def service_action(
 
 def pod_spec_hash_of(job: Mapping[str, Any] | None) -> str:
     """The ``cobaltcore.c5c3.io/pod-spec-hash`` annotation of a Job (``""`` when absent)."""
-    return str((ls.meta(job).get("annotations") or {}).get(do.POD_SPEC_HASH_ANNOTATION, ""))
+    return str((ls.meta(job).get("annotations") or {}).get(POD_SPEC_HASH_ANNOTATION, ""))
 
 
 def job_action(
     desired: Mapping[str, Any],
     live: Mapping[str, Any] | None,
     owner_uid: str,
-    key: str = do.DB_SYNC_JOB,
+    key: str = DB_SYNC_JOB,
 ) -> Action:
-    """A database Job (``do.DB_JOBS``) under the rerun-key rule (see the module docstring)."""
+    """A database Job (``DB_JOBS``) under the rerun-key rule (see the module docstring)."""
     name, namespace = _name_ns(desired)
     if live is None:
         return _action(key, CREATE, ABSENT, name, namespace, desired)
@@ -576,17 +594,17 @@ def _key_actions(key: str, want: Mapping[str, Any] | None, ctx: _Context) -> lis
         return [
             create_only_action(key, want, live.copy_named(key, _name_ns(want)[0]), ctx.owner_uid)
         ]
-    if key == do.HTTP_ROUTE and not live.gateway_api:
+    if key == HTTP_ROUTE and not live.gateway_api:
         name, namespace = _name_ns(want)
         return [_action(key, NONE, NO_GATEWAY_API, name, namespace)]
     current = live.get(key)
     if want is None:
         return [absent_action(key, current, ctx.owner_uid)]
-    if key == do.DEPLOYMENT:
+    if key == DEPLOYMENT:
         return deployment_actions(want, current, ctx.owner_uid)
-    if key == do.SERVICE:
+    if key == SERVICE:
         return [service_action(want, current, live.deployment, ctx.owner_uid)]
-    if key in do.DB_JOBS:
+    if key in DB_JOBS:
         return [job_action(want, current, ctx.owner_uid, key)]
     return [ssa_action(key, want, current, ctx.owner_uid)]
 

@@ -39,12 +39,42 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     CONFIG_BASE_LABEL,
     backends_base,
     config_base,
     db_purge_cronjob_name,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.database import (
+    DB_JOB_SPECS,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
+    BACKENDS_SECRET,
+    CONFIG_MAP,
+    DB_CONNECTION_SECRET,
+    DB_JOBS,
+    DB_PURGE_CRONJOB,
+    DEPLOYMENT,
+    HPA,
+    HTTP_ROUTE,
+    MARIADB_DATABASE,
+    MARIADB_GRANT,
+    MARIADB_USER,
+    NETWORK_POLICY,
+    PDB,
+    SERVICE,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    COMPONENT_API,
+    COMPONENT_LABEL,
+    DB_CONNECTION_SUFFIX,
+    OWNER_KIND_LABEL,
+    OWNER_NAME_LABEL,
+    OWNER_NAMESPACE_LABEL,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
+    BACKENDS_VOLUME,
+    CONFIG_VOLUME,
 )
 
 Obj = Mapping[str, Any]
@@ -98,9 +128,9 @@ def controller_key(obj: Obj | None) -> str | None:
         return str(ref.get("uid") or "")
     labels = meta(obj).get("labels") or {}
     kind, name, namespace = (
-        labels.get(do.OWNER_KIND_LABEL),
-        labels.get(do.OWNER_NAME_LABEL),
-        labels.get(do.OWNER_NAMESPACE_LABEL),
+        labels.get(OWNER_KIND_LABEL),
+        labels.get(OWNER_NAME_LABEL),
+        labels.get(OWNER_NAMESPACE_LABEL),
     )
     if kind and name and namespace:
         return label_owner(kind, namespace, name)
@@ -211,7 +241,7 @@ def deployment_converged(deploy: Obj | None) -> bool:
         _generation_observed(deploy)
         and replicas > 0
         and _int(status(deploy).get("updatedReplicas")) == replicas
-        and _template_labels(deploy).get(do.COMPONENT_LABEL) == do.COMPONENT_API
+        and _template_labels(deploy).get(COMPONENT_LABEL) == COMPONENT_API
     )
 
 
@@ -295,9 +325,9 @@ def mounted_artifacts(deploy: Obj | None) -> tuple[str, str]:
     """
     config, backends = "", ""
     for volume in _volumes(deploy):
-        if volume.get("name") == do.CONFIG_VOLUME:
+        if volume.get("name") == CONFIG_VOLUME:
             config = str((volume.get("configMap") or {}).get("name") or "")
-        elif volume.get("name") == do.BACKENDS_VOLUME:
+        elif volume.get("name") == BACKENDS_VOLUME:
             backends = str((volume.get("secret") or {}).get("secretName") or "")
     return config, backends
 
@@ -305,7 +335,7 @@ def mounted_artifacts(deploy: Obj | None) -> tuple[str, str]:
 def selector_narrowed(service: Obj | None) -> bool:
     """The live Service already selects ``app.kubernetes.io/component: api``."""
     selector = ((service or {}).get("spec") or {}).get("selector") or {}
-    return selector.get(do.COMPONENT_LABEL) == do.COMPONENT_API
+    return selector.get(COMPONENT_LABEL) == COMPONENT_API
 
 
 def service_selector(
@@ -318,9 +348,9 @@ def service_selector(
     widening would let db-purge pods, which share the name and instance labels, become
     endpoints during every later rollout.
     """
-    selector = {k: v for k, v in desired.items() if k != do.COMPONENT_LABEL}
+    selector = {k: v for k, v in desired.items() if k != COMPONENT_LABEL}
     if narrow_selector(live_service, live_deployment):
-        selector[do.COMPONENT_LABEL] = do.COMPONENT_API
+        selector[COMPONENT_LABEL] = COMPONENT_API
     return selector
 
 
@@ -400,9 +430,9 @@ class LiveObjects:
 
     def listed(self, key: str) -> Sequence[Obj]:
         """The copies listed for a content-addressed key (``config_map``/``backends_secret``)."""
-        if key == do.CONFIG_MAP:
+        if key == CONFIG_MAP:
             return self.config_maps
-        if key == do.BACKENDS_SECRET:
+        if key == BACKENDS_SECRET:
             return self.backends_secrets
         return ()
 
@@ -415,7 +445,7 @@ class LiveObjects:
 
     @property
     def deployment(self) -> Obj | None:
-        return self.get(do.DEPLOYMENT)
+        return self.get(DEPLOYMENT)
 
 
 def live_objects(
@@ -430,18 +460,18 @@ def live_objects(
     fixed = {
         (kind, name): key
         for key, kind, name in (
-            (do.DB_CONNECTION_SECRET, "Secret", glance_name + do.DB_CONNECTION_SUFFIX),
-            (do.DEPLOYMENT, "Deployment", glance_name),
-            (do.SERVICE, "Service", glance_name),
-            (do.PDB, "PodDisruptionBudget", glance_name),
-            (do.HPA, "HorizontalPodAutoscaler", glance_name),
-            (do.NETWORK_POLICY, "NetworkPolicy", glance_name),
-            (do.HTTP_ROUTE, "HTTPRoute", glance_name),
-            *((key, "Job", glance_name + do.DB_JOB_SPECS[key][0]) for key in do.DB_JOBS),
-            (do.DB_PURGE_CRONJOB, "CronJob", db_purge_cronjob_name(glance_name)),
-            (do.MARIADB_DATABASE, "Database", glance_name),
-            (do.MARIADB_USER, "User", glance_name),
-            (do.MARIADB_GRANT, "Grant", glance_name),
+            (DB_CONNECTION_SECRET, "Secret", glance_name + DB_CONNECTION_SUFFIX),
+            (DEPLOYMENT, "Deployment", glance_name),
+            (SERVICE, "Service", glance_name),
+            (PDB, "PodDisruptionBudget", glance_name),
+            (HPA, "HorizontalPodAutoscaler", glance_name),
+            (NETWORK_POLICY, "NetworkPolicy", glance_name),
+            (HTTP_ROUTE, "HTTPRoute", glance_name),
+            *((key, "Job", glance_name + DB_JOB_SPECS[key][0]) for key in DB_JOBS),
+            (DB_PURGE_CRONJOB, "CronJob", db_purge_cronjob_name(glance_name)),
+            (MARIADB_DATABASE, "Database", glance_name),
+            (MARIADB_USER, "User", glance_name),
+            (MARIADB_GRANT, "Grant", glance_name),
         )
     }
     found: dict[str, Obj] = {}

@@ -70,7 +70,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admis
     DEFAULT_RETENTION_DAYS,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import upgrade
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     db_purge_cronjob_name,
@@ -79,6 +78,32 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets
     ExternalSecrets,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import InputSet
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects import metadata
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.api import (
+    HEALTHCHECK_PATH,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.database import (
+    DEFAULT_PURGE_SCHEDULE,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
+    DB_CONNECTION_SECRET,
+    DB_PHASE_JOBS,
+    DB_PURGE_CRONJOB,
+    DB_SYNC_JOB,
+    DEPLOYMENT,
+    HPA,
+    HTTP_ROUTE,
+    MARIADB_DATABASE,
+    MARIADB_GRANT,
+    MARIADB_OBJECTS,
+    MARIADB_USER,
+    NETWORK_POLICY,
+    PDB,
+    SERVICE,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
+    API_PORT,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.release import (
     image_release_mismatch,
 )
@@ -118,7 +143,6 @@ REQUEUE_DATABASE = 30  # db-sync or a phase Job running, waiting for a backend, 
 REQUEUE_CONFLICT = 30  # an owned name taken by someone else's object
 REQUEUE_GATEWAY_PROBE = 60  # spec.gateway set, no Gateway API: probed again
 
-API_PORT = do.API_PORT
 BODY_EXCERPT_BYTES = 256
 
 # --- health results (the gather step's probe of the API) --------------------------------
@@ -267,7 +291,7 @@ def endpoint_url(glance: Mapping[str, Any]) -> str:
 
 def health_check_url(glance: Mapping[str, Any]) -> str:
     """What the gather step probes: always the in-cluster ``/healthcheck``, gateway or not."""
-    return service_url(glance) + do.HEALTHCHECK_PATH.lstrip("/")
+    return service_url(glance) + HEALTHCHECK_PATH.lstrip("/")
 
 
 def body_excerpt(body: str) -> str:
@@ -302,7 +326,7 @@ def _owner_uid(glance: Mapping[str, Any]) -> str:
     """Who the Glance's children name as their controller: its uid (owner references), or
     on a target cluster its ownership labels' key (``live_state.label_owner``)."""
     meta = _meta(glance)
-    if do.target_cluster(glance) is not None:
+    if metadata.target_cluster(glance) is not None:
         kind = str(glance.get("kind") or "Glance")
         return ls.label_owner(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
     return str(meta.get("uid") or "")
@@ -408,11 +432,11 @@ def _config_step(p: _Pass, plan: Plan) -> bool:
 
 
 def _hpa_step(p: _Pass, plan: Plan) -> None:
-    obj = p.want(do.HPA, plan.desired.get(do.HPA))
+    obj = p.want(HPA, plan.desired.get(HPA))
     if obj is None:
         p.set(c.condition(c.HPA_READY, True, c.HPA_NOT_REQUIRED, HPA_NOT_CONFIGURED))
         return
-    action = ap.ssa_action(do.HPA, obj, p.live.get(do.HPA), p.owner_uid)
+    action = ap.ssa_action(HPA, obj, p.live.get(HPA), p.owner_uid)
     if action.error:
         _conflict(p, c.HPA_READY, action)
         return
@@ -420,7 +444,7 @@ def _hpa_step(p: _Pass, plan: Plan) -> None:
 
 
 def _network_policy_step(p: _Pass, plan: Plan) -> None:
-    obj = p.want(do.NETWORK_POLICY, plan.desired.get(do.NETWORK_POLICY))
+    obj = p.want(NETWORK_POLICY, plan.desired.get(NETWORK_POLICY))
     if obj is None:
         p.set(
             c.condition(
@@ -428,7 +452,7 @@ def _network_policy_step(p: _Pass, plan: Plan) -> None:
             )
         )
         return
-    action = ap.ssa_action(do.NETWORK_POLICY, obj, p.live.get(do.NETWORK_POLICY), p.owner_uid)
+    action = ap.ssa_action(NETWORK_POLICY, obj, p.live.get(NETWORK_POLICY), p.owner_uid)
     if action.error:
         _conflict(p, c.NETWORK_POLICY_READY, action)
         return
@@ -436,7 +460,7 @@ def _network_policy_step(p: _Pass, plan: Plan) -> None:
 
 
 def _http_route_step(p: _Pass, plan: Plan) -> None:
-    data = plan.desired.get(do.HTTP_ROUTE)
+    data = plan.desired.get(HTTP_ROUTE)
     not_required = c.condition(
         c.HTTPROUTE_READY, True, c.HTTPROUTE_NOT_REQUIRED, ROUTE_NOT_CONFIGURED
     )
@@ -452,12 +476,12 @@ def _http_route_step(p: _Pass, plan: Plan) -> None:
                 REQUEUE_GATEWAY_PROBE,
             )
         return
-    obj = p.want(do.HTTP_ROUTE, data)
+    obj = p.want(HTTP_ROUTE, data)
     if obj is None:
         p.set(not_required)
         return
-    live = p.live.get(do.HTTP_ROUTE)
-    action = ap.ssa_action(do.HTTP_ROUTE, obj, live, p.owner_uid)
+    live = p.live.get(HTTP_ROUTE)
+    action = ap.ssa_action(HTTP_ROUTE, obj, live, p.owner_uid)
     if action.error:
         _conflict(p, c.HTTPROUTE_READY, action)
         return
@@ -479,7 +503,7 @@ def _holds_old_schema(step: upgrade.Step) -> bool:
 
 
 def _db_purge_step(p: _Pass, plan: Plan) -> None:
-    live = p.live.get(do.DB_PURGE_CRONJOB)
+    live = p.live.get(DB_PURGE_CRONJOB)
     purge = _spec(p.glance).get("dbPurge") or {}
     suspended = bool(purge.get("suspend"))
     held = live is not None and _holds_old_schema(p.upgrade)
@@ -490,18 +514,18 @@ def _db_purge_step(p: _Pass, plan: Plan) -> None:
             _conflict(
                 p,
                 c.DB_PURGE_READY,
-                ap.ssa_action(do.DB_PURGE_CRONJOB, live, live, p.owner_uid),
+                ap.ssa_action(DB_PURGE_CRONJOB, live, live, p.owner_uid),
             )
             return
     else:
-        obj = p.want(do.DB_PURGE_CRONJOB, plan.desired.get(do.DB_PURGE_CRONJOB))
+        obj = p.want(DB_PURGE_CRONJOB, plan.desired.get(DB_PURGE_CRONJOB))
         if obj is None:  # no configuration: not reached
             return
-        action = ap.ssa_action(do.DB_PURGE_CRONJOB, obj, live, p.owner_uid)
+        action = ap.ssa_action(DB_PURGE_CRONJOB, obj, live, p.owner_uid)
         if action.error:
             _conflict(p, c.DB_PURGE_READY, action)
             return
-    schedule = purge.get("schedule") or do.DEFAULT_PURGE_SCHEDULE
+    schedule = purge.get("schedule") or DEFAULT_PURGE_SCHEDULE
     days = purge.get("retentionDays") or DEFAULT_RETENTION_DAYS
     name = db_purge_cronjob_name(_meta(p.glance)["name"])
     observed = ls.newest_terminal_job(p.live.jobs, name, ls.meta(live).get("uid"))
@@ -597,7 +621,7 @@ def _managed_database(p: _Pass, plan: Plan) -> bool:
         message = f'MariaDB cluster "{cluster}" is not ready'
         p.set(c.condition(c.DATABASE_READY, False, c.CLUSTER_NOT_READY, message), REQUEUE_DATABASE)
         return False
-    for keys in ((do.MARIADB_DATABASE,), (do.MARIADB_USER, do.MARIADB_GRANT)):
+    for keys in ((MARIADB_DATABASE,), (MARIADB_USER, MARIADB_GRANT)):
         waiting = _mariadb_resources(p, plan, keys)
         if waiting is None:
             return False
@@ -656,7 +680,7 @@ def _database_step(p: _Pass, plan: Plan) -> bool:
 
 def _abort_upgrade(p: _Pass, step: upgrade.Step) -> None:
     """The spec is back at the installed release: delete the phase Jobs, clear the phase."""
-    for key in do.DB_PHASE_JOBS:
+    for key in DB_PHASE_JOBS:
         action = ap.delete_action(key, p.live.get(key), p.owner_uid)
         if action.writes:
             p.extra_actions.append(action)
@@ -710,8 +734,8 @@ def _phase_job(p: _Pass, plan: Plan, step: upgrade.Step) -> bool:
 def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
     """The steady-state db-sync Job; False stops the pass."""
     installed = str(p.existing_status.get("installedRelease") or "")
-    job = p.want(do.DB_SYNC_JOB, plan.desired.get(do.DB_SYNC_JOB))
-    action = ap.job_action(job, p.live.get(do.DB_SYNC_JOB), p.owner_uid)
+    job = p.want(DB_SYNC_JOB, plan.desired.get(DB_SYNC_JOB))
+    action = ap.job_action(job, p.live.get(DB_SYNC_JOB), p.owner_uid)
     name = action.name
     if action.error:
         _conflict(p, c.DATABASE_READY, action)
@@ -734,7 +758,7 @@ def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
         p.set(c.condition(c.DATABASE_READY, False, c.DB_SYNC_IN_PROGRESS, message), requeue)
         return False
     if action.reason == ap.JOB_FAILED:
-        detail = ls.job_failure_detail(p.live.get(do.DB_SYNC_JOB)) or "see its pod logs"
+        detail = ls.job_failure_detail(p.live.get(DB_SYNC_JOB)) or "see its pod logs"
         cond = c.condition(
             c.DATABASE_READY,
             False,
@@ -756,21 +780,21 @@ def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
 
 def _deployment_step(p: _Pass, plan: Plan) -> bool:
     """Deployment, Service, PDB; True when the Deployment is ready."""
-    deployment = p.want(do.DEPLOYMENT, plan.desired.get(do.DEPLOYMENT))
-    service = p.want(do.SERVICE, plan.desired.get(do.SERVICE))
-    pdb = p.want(do.PDB, plan.desired.get(do.PDB))
+    deployment = p.want(DEPLOYMENT, plan.desired.get(DEPLOYMENT))
+    service = p.want(SERVICE, plan.desired.get(SERVICE))
+    pdb = p.want(PDB, plan.desired.get(PDB))
     live_deployment = p.live.deployment
     actions = ap.deployment_actions(deployment, live_deployment, p.owner_uid)
     main = actions[-1]  # the Deployment's own action (after a replicas hand-over)
-    actions.append(ap.service_action(service, p.live.get(do.SERVICE), live_deployment, p.owner_uid))
-    actions.append(ap.ssa_action(do.PDB, pdb, p.live.get(do.PDB), p.owner_uid))
+    actions.append(ap.service_action(service, p.live.get(SERVICE), live_deployment, p.owner_uid))
+    actions.append(ap.ssa_action(PDB, pdb, p.live.get(PDB), p.owner_uid))
     for action in actions:
         if action.error:
             _conflict(p, c.DEPLOYMENT_READY, action)
             if action is main:
                 # No Service or PDB in front of pods this Glance does not run.
-                p.desired.pop(do.SERVICE)
-                p.desired.pop(do.PDB)
+                p.desired.pop(SERVICE)
+                p.desired.pop(PDB)
             return False
     if main.reason == ap.SELECTOR_CHANGED:
         message = (
@@ -883,7 +907,7 @@ def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.L
         plan_inputs.catalogs,
         configmaps=decode_configmaps(plan_inputs.configmaps),
         last_good=mounted if all(mounted) else None,
-        narrow_selector=ls.narrow_selector(live.get(do.SERVICE), live.deployment),
+        narrow_selector=ls.narrow_selector(live.get(SERVICE), live.deployment),
         operator_namespace=plan_inputs.operator_namespace,
         stored=True,
         external=ExternalSecrets(
@@ -918,7 +942,7 @@ def decide_pass(
     """
     meta = _meta(glance_obj)
     finalizers = list(meta.get("finalizers") or [])
-    target = do.target_cluster(glance_obj)
+    target = metadata.target_cluster(glance_obj)
     if meta.get("deletionTimestamp"):
         held = [f for f in (FINALIZER, REMOTE_CHILDREN_FINALIZER) if f in finalizers]
         if not held:
@@ -996,7 +1020,7 @@ def _remote_deletion(
     unresolvable for ``abandon_after`` seconds since both the deletion and the first pass
     that found it so (the condition's lastTransitionTime); then the children are given up
     (Warning RemoteChildrenAbandoned) and the finalizers released."""
-    target = do.target_cluster(glance_obj) or ""
+    target = metadata.target_cluster(glance_obj) or ""
     name = str(_meta(glance_obj).get("name") or "")
     if not info or info.get("error"):
         existing = c.by_type((glance_obj.get("status") or {}).get("conditions") or [])
@@ -1062,7 +1086,7 @@ def _deletion(glance_obj: Mapping[str, Any], live: ls.LiveObjects) -> PassResult
         return PassResult(finalizer=REMOVE)
     name = str(_meta(glance_obj).get("name") or "")
     uid = _owner_uid(glance_obj)
-    actions = [ap.delete_action(key, live.get(key), uid) for key in do.MARIADB_OBJECTS]
+    actions = [ap.delete_action(key, live.get(key), uid) for key in MARIADB_OBJECTS]
     deletes = [a for a in actions if a.writes]
     if deletes:
         kinds = " and ".join(a.kind for a in deletes)
@@ -1124,11 +1148,9 @@ def _decide(
         _events_on_change(p, plan, conds)
         return _finish(p, plan, now)
     # 2. the db-connection Secret
-    connection = p.want(do.DB_CONNECTION_SECRET, plan.desired.get(do.DB_CONNECTION_SECRET))
+    connection = p.want(DB_CONNECTION_SECRET, plan.desired.get(DB_CONNECTION_SECRET))
     connection_action = (
-        ap.ssa_action(
-            do.DB_CONNECTION_SECRET, connection, live.get(do.DB_CONNECTION_SECRET), p.owner_uid
-        )
+        ap.ssa_action(DB_CONNECTION_SECRET, connection, live.get(DB_CONNECTION_SECRET), p.owner_uid)
         if connection is not None
         else None
     )

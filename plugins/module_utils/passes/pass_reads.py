@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import glance_secrets as gs
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.backend_projection import (
     credentials_secret,
@@ -28,11 +27,19 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_addres
     config_base,
     db_purge_cronjob_name,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.mariadb import (
+    MARIADB_API_VERSION,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    DB_CONNECTION_SUFFIX,
+    common_labels,
+    owner_labels,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates import KINDS
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
 HTTP_ROUTE_API = "gateway.networking.k8s.io/v1"
-MARIADB_API = do.MARIADB_API_VERSION
+MARIADB_API = MARIADB_API_VERSION
 MARIADB_KINDS = ("Database", "User", "Grant")
 
 
@@ -118,7 +125,7 @@ def sweep_reads(glance: Mapping[str, Any]) -> list[Read]:
     skipped."""
     meta = glance.get("metadata") or {}
     name, namespace = str(meta["name"]), str(meta["namespace"])
-    selector = _selector(do.owner_labels(str(glance.get("kind") or "Glance"), name, namespace))
+    selector = _selector(owner_labels(str(glance.get("kind") or "Glance"), name, namespace))
     kinds = dict.fromkeys((k.api_version, k.kind) for k in KINDS.values())
     return [
         Read(api, kind, namespace, label_selector=selector, owned=True)
@@ -133,7 +140,7 @@ def owned_reads(name: str, namespace: str, gateway_api: bool, managed: bool = Fa
     copies by their config-base label, and the Jobs by the common labels (the db-sync Job
     and the db-purge runs)."""
     fixed = [
-        ("v1", "Secret", name + do.DB_CONNECTION_SUFFIX),
+        ("v1", "Secret", name + DB_CONNECTION_SUFFIX),
         ("apps/v1", "Deployment", name),
         ("v1", "Service", name),
         ("policy/v1", "PodDisruptionBudget", name),
@@ -146,7 +153,7 @@ def owned_reads(name: str, namespace: str, gateway_api: bool, managed: bool = Fa
     listed = [
         ("v1", "ConfigMap", f"{CONFIG_BASE_LABEL}={config_base(name)}"),
         ("v1", "Secret", f"{CONFIG_BASE_LABEL}={backends_base(name)}"),
-        ("batch/v1", "Job", _selector(do.common_labels(name))),
+        ("batch/v1", "Job", _selector(common_labels(name))),
     ]
     reads = [Read(api, kind, namespace, name=n, owned=True) for api, kind, n in fixed]
     if managed:

@@ -34,8 +34,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import glance_secrets as gs
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    target_cluster,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import target_cluster as tc
@@ -227,7 +229,7 @@ def _children_of(
     """The client of the cluster ``owner``'s children live in: ``client`` itself, or the
     target cluster's (with what ``target_cluster`` reports: name, registration, server, and
     ``error`` when it cannot be resolved - then no client)."""
-    name = do.target_cluster(owner) if owner else None
+    name = target_cluster(owner) if owner else None
     if name is None:
         return client, None
     info: dict = {"name": name, "registration": tc.registration_name(name, p["clusters_namespace"])}
@@ -308,7 +310,7 @@ def _gather_glance_pass(client: KubeClient, glance: dict, p: Mapping[str, Any]) 
     active = is_active(glance)
     out: dict = {"active": active}
     finalizers = (glance.get("metadata") or {}).get("finalizers") or []
-    remote = do.target_cluster(glance) is not None
+    remote = target_cluster(glance) is not None
     if not active and remote and REMOTE_CHILDREN_FINALIZER not in finalizers:
         # Nothing was ever written to the target (the finalizer goes on before the first
         # write there): nothing to read, nothing to sweep.

@@ -17,7 +17,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.c5c3.glance.plugins.module_utils.desired import desired_objects as do
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.api import (
+    HEALTHCHECK_PATH,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
+    API_PORT,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
 
 BODY_LIMIT = 4096
@@ -66,7 +71,7 @@ def probe_health(client: Any, glance: Mapping[str, Any], timeout: float) -> dict
     url = gp.health_check_url(glance)
     try:
         answer = client.service_proxy_get(
-            meta["namespace"], meta["name"], do.API_PORT, do.HEALTHCHECK_PATH, timeout
+            meta["namespace"], meta["name"], API_PORT, HEALTHCHECK_PATH, timeout
         )
     except TimeoutError as exc:
         return {"url": url, "status_code": None, "error_kind": gp.HEALTH_TIMEOUT, "error": str(exc)}

@@ -85,7 +85,7 @@ def import_methods(spec: Mapping[str, Any]) -> list[str]:
     Rendered in the order of ``glance_admission.IMPORT_METHODS``, each once, whatever the
     order of the list (a reordered list does not roll the pods).
     glance-direct and glance-download stage on the pod that takes the request; every pod
-    carries its own ``worker_self_reference_url`` (``desired_objects``), so glance proxies a
+    carries its own ``worker_self_reference_url`` (``objects.pods``), so glance proxies a
     later import or delete of a staged image to the pod that holds the data.
     """
     chosen = spec.get("importMethods")
