@@ -41,22 +41,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_f
     COLLECTION_ROOT,
     user_cache_dir,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
-    BACKENDS_SECRET,
-    CONFIG_MAP,
-    DB_CONNECTION_SECRET,
-    DB_JOBS,
-    DB_PURGE_CRONJOB,
-    DEPLOYMENT,
-    HPA,
-    HTTP_ROUTE,
-    MARIADB_DATABASE,
-    MARIADB_GRANT,
-    MARIADB_USER,
-    NETWORK_POLICY,
-    PDB,
-    SERVICE,
-)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects import keys as ok
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.mariadb import (
     MARIADB_API_VERSION,
 )
@@ -71,32 +56,35 @@ class ObjectKind:
 
 
 KINDS: dict[str, ObjectKind] = {
-    CONFIG_MAP: ObjectKind("v1", "ConfigMap", "glance_config", "configmap.yaml.j2"),
-    BACKENDS_SECRET: ObjectKind("v1", "Secret", "glance_config", "backends_secret.yaml.j2"),
-    DB_CONNECTION_SECRET: ObjectKind(
+    ok.CONFIG_MAP: ObjectKind("v1", "ConfigMap", "glance_config", "configmap.yaml.j2"),
+    ok.BACKENDS_SECRET: ObjectKind("v1", "Secret", "glance_config", "backends_secret.yaml.j2"),
+    ok.DB_CONNECTION_SECRET: ObjectKind(
         "v1", "Secret", "glance_config", "db_connection_secret.yaml.j2"
     ),
-    DEPLOYMENT: ObjectKind("apps/v1", "Deployment", "glance_api", "deployment.yaml.j2"),
-    SERVICE: ObjectKind("v1", "Service", "glance_api", "service.yaml.j2"),
-    PDB: ObjectKind("policy/v1", "PodDisruptionBudget", "glance_api", "pdb.yaml.j2"),
-    HPA: ObjectKind("autoscaling/v2", "HorizontalPodAutoscaler", "glance_api", "hpa.yaml.j2"),
-    NETWORK_POLICY: ObjectKind(
+    ok.DEPLOYMENT: ObjectKind("apps/v1", "Deployment", "glance_api", "deployment.yaml.j2"),
+    ok.SERVICE: ObjectKind("v1", "Service", "glance_api", "service.yaml.j2"),
+    ok.PDB: ObjectKind("policy/v1", "PodDisruptionBudget", "glance_api", "pdb.yaml.j2"),
+    ok.HPA: ObjectKind("autoscaling/v2", "HorizontalPodAutoscaler", "glance_api", "hpa.yaml.j2"),
+    ok.NETWORK_POLICY: ObjectKind(
         "networking.k8s.io/v1", "NetworkPolicy", "glance_exposure", "networkpolicy.yaml.j2"
     ),
-    HTTP_ROUTE: ObjectKind(
+    ok.HTTP_ROUTE: ObjectKind(
         "gateway.networking.k8s.io/v1", "HTTPRoute", "glance_exposure", "httproute.yaml.j2"
     ),
-    **{key: ObjectKind("batch/v1", "Job", "glance_database", "db_job.yaml.j2") for key in DB_JOBS},
-    DB_PURGE_CRONJOB: ObjectKind(
+    **{
+        key: ObjectKind("batch/v1", "Job", "glance_database", "db_job.yaml.j2")
+        for key in ok.DB_JOBS
+    },
+    ok.DB_PURGE_CRONJOB: ObjectKind(
         "batch/v1", "CronJob", "glance_database", "db_purge_cronjob.yaml.j2"
     ),
-    MARIADB_DATABASE: ObjectKind(
+    ok.MARIADB_DATABASE: ObjectKind(
         MARIADB_API_VERSION, "Database", "glance_database", "mariadb_database.yaml.j2"
     ),
-    MARIADB_USER: ObjectKind(
+    ok.MARIADB_USER: ObjectKind(
         MARIADB_API_VERSION, "User", "glance_database", "mariadb_user.yaml.j2"
     ),
-    MARIADB_GRANT: ObjectKind(
+    ok.MARIADB_GRANT: ObjectKind(
         MARIADB_API_VERSION, "Grant", "glance_database", "mariadb_grant.yaml.j2"
     ),
 }

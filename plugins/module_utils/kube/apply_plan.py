@@ -64,22 +64,7 @@ from typing import Any
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_address import (
     retained_copies,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
-    BACKENDS_SECRET,
-    CONFIG_MAP,
-    DB_CONNECTION_SECRET,
-    DB_JOBS,
-    DB_PURGE_CRONJOB,
-    DB_SYNC_JOB,
-    DEPLOYMENT,
-    HPA,
-    HTTP_ROUTE,
-    MARIADB_OBJECTS,
-    NETWORK_POLICY,
-    OPTIONAL_OBJECTS,
-    PDB,
-    SERVICE,
-)
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects import keys as ok
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
     POD_SPEC_HASH_ANNOTATION,
 )
@@ -117,21 +102,21 @@ JOB_COMPLETE = "job-complete"
 JOB_FAILED = "job-failed"
 RERUN = "rerun-key-changed"  # a finished Job of an older pod template is deleted
 
-CREATE_ONLY = (CONFIG_MAP, BACKENDS_SECRET)
+CREATE_ONLY = (ok.CONFIG_MAP, ok.BACKENDS_SECRET)
 # The order the apply step writes in: what others reference first, deletions last.
 APPLY_ORDER = (
-    CONFIG_MAP,
-    BACKENDS_SECRET,
-    DB_CONNECTION_SECRET,
-    *MARIADB_OBJECTS,
-    HPA,
-    NETWORK_POLICY,
-    HTTP_ROUTE,
-    DB_PURGE_CRONJOB,
-    *DB_JOBS,
-    DEPLOYMENT,
-    SERVICE,
-    PDB,
+    ok.CONFIG_MAP,
+    ok.BACKENDS_SECRET,
+    ok.DB_CONNECTION_SECRET,
+    *ok.MARIADB_OBJECTS,
+    ok.HPA,
+    ok.NETWORK_POLICY,
+    ok.HTTP_ROUTE,
+    ok.DB_PURGE_CRONJOB,
+    *ok.DB_JOBS,
+    ok.DEPLOYMENT,
+    ok.SERVICE,
+    ok.PDB,
 )
 GUARDED_SERVICE_FIELDS = ("clusterIP", "clusterIPs", "ipFamilies")
 _QUANTITY_KEYS = frozenset({"sizeLimit"})
@@ -375,7 +360,7 @@ def ssa_action(
 
 def absent_action(key: str, live: Mapping[str, Any] | None, owner_uid: str) -> Action:
     """The decision when ``desired`` has None for ``key`` (see the module docstring)."""
-    if key not in OPTIONAL_OBJECTS:
+    if key not in ok.OPTIONAL_OBJECTS:
         return _action(key, NONE, NOT_YET, *_name_ns(live))
     return _delete_if_ours(key, live, owner_uid)
 
@@ -388,7 +373,7 @@ def deployment_actions(
     desired: Mapping[str, Any], live: Mapping[str, Any] | None, owner_uid: str
 ) -> list[Action]:
     """The Deployment: the selector recreate rule, the replicas hand-over, then apply."""
-    key = DEPLOYMENT
+    key = ok.DEPLOYMENT
     name, namespace = _name_ns(desired)
     if live is None or ls.is_deleting(live) or ls.controlled_by_other(live, owner_uid):
         return [ssa_action(key, desired, live, owner_uid)]
@@ -463,7 +448,7 @@ def service_action(
     owner_uid: str,
 ) -> Action:
     """The Service: the latched selector, the clusterIP guard, then apply."""
-    key = SERVICE
+    key = ok.SERVICE
     wanted = copy.deepcopy(dict(desired))
     spec = wanted.setdefault("spec", {})
     spec["selector"] = ls.service_selector(spec.get("selector") or {}, live, live_deployment)
@@ -485,7 +470,7 @@ def job_action(
     desired: Mapping[str, Any],
     live: Mapping[str, Any] | None,
     owner_uid: str,
-    key: str = DB_SYNC_JOB,
+    key: str = ok.DB_SYNC_JOB,
 ) -> Action:
     """A database Job (``DB_JOBS``) under the rerun-key rule (see the module docstring)."""
     name, namespace = _name_ns(desired)
@@ -594,17 +579,17 @@ def _key_actions(key: str, want: Mapping[str, Any] | None, ctx: _Context) -> lis
         return [
             create_only_action(key, want, live.copy_named(key, _name_ns(want)[0]), ctx.owner_uid)
         ]
-    if key == HTTP_ROUTE and not live.gateway_api:
+    if key == ok.HTTP_ROUTE and not live.gateway_api:
         name, namespace = _name_ns(want)
         return [_action(key, NONE, NO_GATEWAY_API, name, namespace)]
     current = live.get(key)
     if want is None:
         return [absent_action(key, current, ctx.owner_uid)]
-    if key == DEPLOYMENT:
+    if key == ok.DEPLOYMENT:
         return deployment_actions(want, current, ctx.owner_uid)
-    if key == SERVICE:
+    if key == ok.SERVICE:
         return [service_action(want, current, live.deployment, ctx.owner_uid)]
-    if key in DB_JOBS:
+    if key in ok.DB_JOBS:
         return [job_action(want, current, ctx.owner_uid, key)]
     return [ssa_action(key, want, current, ctx.owner_uid)]
 

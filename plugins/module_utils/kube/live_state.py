@@ -45,24 +45,9 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_addres
     config_base,
     db_purge_cronjob_name,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects import keys as ok
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.database import (
     DB_JOB_SPECS,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
-    BACKENDS_SECRET,
-    CONFIG_MAP,
-    DB_CONNECTION_SECRET,
-    DB_JOBS,
-    DB_PURGE_CRONJOB,
-    DEPLOYMENT,
-    HPA,
-    HTTP_ROUTE,
-    MARIADB_DATABASE,
-    MARIADB_GRANT,
-    MARIADB_USER,
-    NETWORK_POLICY,
-    PDB,
-    SERVICE,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
     COMPONENT_API,
@@ -430,9 +415,9 @@ class LiveObjects:
 
     def listed(self, key: str) -> Sequence[Obj]:
         """The copies listed for a content-addressed key (``config_map``/``backends_secret``)."""
-        if key == CONFIG_MAP:
+        if key == ok.CONFIG_MAP:
             return self.config_maps
-        if key == BACKENDS_SECRET:
+        if key == ok.BACKENDS_SECRET:
             return self.backends_secrets
         return ()
 
@@ -445,7 +430,7 @@ class LiveObjects:
 
     @property
     def deployment(self) -> Obj | None:
-        return self.get(DEPLOYMENT)
+        return self.get(ok.DEPLOYMENT)
 
 
 def live_objects(
@@ -460,18 +445,18 @@ def live_objects(
     fixed = {
         (kind, name): key
         for key, kind, name in (
-            (DB_CONNECTION_SECRET, "Secret", glance_name + DB_CONNECTION_SUFFIX),
-            (DEPLOYMENT, "Deployment", glance_name),
-            (SERVICE, "Service", glance_name),
-            (PDB, "PodDisruptionBudget", glance_name),
-            (HPA, "HorizontalPodAutoscaler", glance_name),
-            (NETWORK_POLICY, "NetworkPolicy", glance_name),
-            (HTTP_ROUTE, "HTTPRoute", glance_name),
-            *((key, "Job", glance_name + DB_JOB_SPECS[key][0]) for key in DB_JOBS),
-            (DB_PURGE_CRONJOB, "CronJob", db_purge_cronjob_name(glance_name)),
-            (MARIADB_DATABASE, "Database", glance_name),
-            (MARIADB_USER, "User", glance_name),
-            (MARIADB_GRANT, "Grant", glance_name),
+            (ok.DB_CONNECTION_SECRET, "Secret", glance_name + DB_CONNECTION_SUFFIX),
+            (ok.DEPLOYMENT, "Deployment", glance_name),
+            (ok.SERVICE, "Service", glance_name),
+            (ok.PDB, "PodDisruptionBudget", glance_name),
+            (ok.HPA, "HorizontalPodAutoscaler", glance_name),
+            (ok.NETWORK_POLICY, "NetworkPolicy", glance_name),
+            (ok.HTTP_ROUTE, "HTTPRoute", glance_name),
+            *((key, "Job", glance_name + DB_JOB_SPECS[key][0]) for key in ok.DB_JOBS),
+            (ok.DB_PURGE_CRONJOB, "CronJob", db_purge_cronjob_name(glance_name)),
+            (ok.MARIADB_DATABASE, "Database", glance_name),
+            (ok.MARIADB_USER, "User", glance_name),
+            (ok.MARIADB_GRANT, "Grant", glance_name),
         )
     }
     found: dict[str, Obj] = {}

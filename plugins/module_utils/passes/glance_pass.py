@@ -78,28 +78,13 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets
     ExternalSecrets,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.input_documents import InputSet
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects import keys as ok
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects import metadata
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.api import (
     HEALTHCHECK_PATH,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.database import (
     DEFAULT_PURGE_SCHEDULE,
-)
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys import (
-    DB_CONNECTION_SECRET,
-    DB_PHASE_JOBS,
-    DB_PURGE_CRONJOB,
-    DB_SYNC_JOB,
-    DEPLOYMENT,
-    HPA,
-    HTTP_ROUTE,
-    MARIADB_DATABASE,
-    MARIADB_GRANT,
-    MARIADB_OBJECTS,
-    MARIADB_USER,
-    NETWORK_POLICY,
-    PDB,
-    SERVICE,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
     API_PORT,
@@ -432,11 +417,11 @@ def _config_step(p: _Pass, plan: Plan) -> bool:
 
 
 def _hpa_step(p: _Pass, plan: Plan) -> None:
-    obj = p.want(HPA, plan.desired.get(HPA))
+    obj = p.want(ok.HPA, plan.desired.get(ok.HPA))
     if obj is None:
         p.set(c.condition(c.HPA_READY, True, c.HPA_NOT_REQUIRED, HPA_NOT_CONFIGURED))
         return
-    action = ap.ssa_action(HPA, obj, p.live.get(HPA), p.owner_uid)
+    action = ap.ssa_action(ok.HPA, obj, p.live.get(ok.HPA), p.owner_uid)
     if action.error:
         _conflict(p, c.HPA_READY, action)
         return
@@ -444,7 +429,7 @@ def _hpa_step(p: _Pass, plan: Plan) -> None:
 
 
 def _network_policy_step(p: _Pass, plan: Plan) -> None:
-    obj = p.want(NETWORK_POLICY, plan.desired.get(NETWORK_POLICY))
+    obj = p.want(ok.NETWORK_POLICY, plan.desired.get(ok.NETWORK_POLICY))
     if obj is None:
         p.set(
             c.condition(
@@ -452,7 +437,7 @@ def _network_policy_step(p: _Pass, plan: Plan) -> None:
             )
         )
         return
-    action = ap.ssa_action(NETWORK_POLICY, obj, p.live.get(NETWORK_POLICY), p.owner_uid)
+    action = ap.ssa_action(ok.NETWORK_POLICY, obj, p.live.get(ok.NETWORK_POLICY), p.owner_uid)
     if action.error:
         _conflict(p, c.NETWORK_POLICY_READY, action)
         return
@@ -460,7 +445,7 @@ def _network_policy_step(p: _Pass, plan: Plan) -> None:
 
 
 def _http_route_step(p: _Pass, plan: Plan) -> None:
-    data = plan.desired.get(HTTP_ROUTE)
+    data = plan.desired.get(ok.HTTP_ROUTE)
     not_required = c.condition(
         c.HTTPROUTE_READY, True, c.HTTPROUTE_NOT_REQUIRED, ROUTE_NOT_CONFIGURED
     )
@@ -476,12 +461,12 @@ def _http_route_step(p: _Pass, plan: Plan) -> None:
                 REQUEUE_GATEWAY_PROBE,
             )
         return
-    obj = p.want(HTTP_ROUTE, data)
+    obj = p.want(ok.HTTP_ROUTE, data)
     if obj is None:
         p.set(not_required)
         return
-    live = p.live.get(HTTP_ROUTE)
-    action = ap.ssa_action(HTTP_ROUTE, obj, live, p.owner_uid)
+    live = p.live.get(ok.HTTP_ROUTE)
+    action = ap.ssa_action(ok.HTTP_ROUTE, obj, live, p.owner_uid)
     if action.error:
         _conflict(p, c.HTTPROUTE_READY, action)
         return
@@ -503,7 +488,7 @@ def _holds_old_schema(step: upgrade.Step) -> bool:
 
 
 def _db_purge_step(p: _Pass, plan: Plan) -> None:
-    live = p.live.get(DB_PURGE_CRONJOB)
+    live = p.live.get(ok.DB_PURGE_CRONJOB)
     purge = _spec(p.glance).get("dbPurge") or {}
     suspended = bool(purge.get("suspend"))
     held = live is not None and _holds_old_schema(p.upgrade)
@@ -514,14 +499,14 @@ def _db_purge_step(p: _Pass, plan: Plan) -> None:
             _conflict(
                 p,
                 c.DB_PURGE_READY,
-                ap.ssa_action(DB_PURGE_CRONJOB, live, live, p.owner_uid),
+                ap.ssa_action(ok.DB_PURGE_CRONJOB, live, live, p.owner_uid),
             )
             return
     else:
-        obj = p.want(DB_PURGE_CRONJOB, plan.desired.get(DB_PURGE_CRONJOB))
+        obj = p.want(ok.DB_PURGE_CRONJOB, plan.desired.get(ok.DB_PURGE_CRONJOB))
         if obj is None:  # no configuration: not reached
             return
-        action = ap.ssa_action(DB_PURGE_CRONJOB, obj, live, p.owner_uid)
+        action = ap.ssa_action(ok.DB_PURGE_CRONJOB, obj, live, p.owner_uid)
         if action.error:
             _conflict(p, c.DB_PURGE_READY, action)
             return
@@ -621,7 +606,7 @@ def _managed_database(p: _Pass, plan: Plan) -> bool:
         message = f'MariaDB cluster "{cluster}" is not ready'
         p.set(c.condition(c.DATABASE_READY, False, c.CLUSTER_NOT_READY, message), REQUEUE_DATABASE)
         return False
-    for keys in ((MARIADB_DATABASE,), (MARIADB_USER, MARIADB_GRANT)):
+    for keys in ((ok.MARIADB_DATABASE,), (ok.MARIADB_USER, ok.MARIADB_GRANT)):
         waiting = _mariadb_resources(p, plan, keys)
         if waiting is None:
             return False
@@ -680,7 +665,7 @@ def _database_step(p: _Pass, plan: Plan) -> bool:
 
 def _abort_upgrade(p: _Pass, step: upgrade.Step) -> None:
     """The spec is back at the installed release: delete the phase Jobs, clear the phase."""
-    for key in DB_PHASE_JOBS:
+    for key in ok.DB_PHASE_JOBS:
         action = ap.delete_action(key, p.live.get(key), p.owner_uid)
         if action.writes:
             p.extra_actions.append(action)
@@ -734,8 +719,8 @@ def _phase_job(p: _Pass, plan: Plan, step: upgrade.Step) -> bool:
 def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
     """The steady-state db-sync Job; False stops the pass."""
     installed = str(p.existing_status.get("installedRelease") or "")
-    job = p.want(DB_SYNC_JOB, plan.desired.get(DB_SYNC_JOB))
-    action = ap.job_action(job, p.live.get(DB_SYNC_JOB), p.owner_uid)
+    job = p.want(ok.DB_SYNC_JOB, plan.desired.get(ok.DB_SYNC_JOB))
+    action = ap.job_action(job, p.live.get(ok.DB_SYNC_JOB), p.owner_uid)
     name = action.name
     if action.error:
         _conflict(p, c.DATABASE_READY, action)
@@ -758,7 +743,7 @@ def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
         p.set(c.condition(c.DATABASE_READY, False, c.DB_SYNC_IN_PROGRESS, message), requeue)
         return False
     if action.reason == ap.JOB_FAILED:
-        detail = ls.job_failure_detail(p.live.get(DB_SYNC_JOB)) or "see its pod logs"
+        detail = ls.job_failure_detail(p.live.get(ok.DB_SYNC_JOB)) or "see its pod logs"
         cond = c.condition(
             c.DATABASE_READY,
             False,
@@ -780,21 +765,21 @@ def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
 
 def _deployment_step(p: _Pass, plan: Plan) -> bool:
     """Deployment, Service, PDB; True when the Deployment is ready."""
-    deployment = p.want(DEPLOYMENT, plan.desired.get(DEPLOYMENT))
-    service = p.want(SERVICE, plan.desired.get(SERVICE))
-    pdb = p.want(PDB, plan.desired.get(PDB))
+    deployment = p.want(ok.DEPLOYMENT, plan.desired.get(ok.DEPLOYMENT))
+    service = p.want(ok.SERVICE, plan.desired.get(ok.SERVICE))
+    pdb = p.want(ok.PDB, plan.desired.get(ok.PDB))
     live_deployment = p.live.deployment
     actions = ap.deployment_actions(deployment, live_deployment, p.owner_uid)
     main = actions[-1]  # the Deployment's own action (after a replicas hand-over)
-    actions.append(ap.service_action(service, p.live.get(SERVICE), live_deployment, p.owner_uid))
-    actions.append(ap.ssa_action(PDB, pdb, p.live.get(PDB), p.owner_uid))
+    actions.append(ap.service_action(service, p.live.get(ok.SERVICE), live_deployment, p.owner_uid))
+    actions.append(ap.ssa_action(ok.PDB, pdb, p.live.get(ok.PDB), p.owner_uid))
     for action in actions:
         if action.error:
             _conflict(p, c.DEPLOYMENT_READY, action)
             if action is main:
                 # No Service or PDB in front of pods this Glance does not run.
-                p.desired.pop(SERVICE)
-                p.desired.pop(PDB)
+                p.desired.pop(ok.SERVICE)
+                p.desired.pop(ok.PDB)
             return False
     if main.reason == ap.SELECTOR_CHANGED:
         message = (
@@ -907,7 +892,7 @@ def pass_plan(glance_obj: Mapping[str, Any], plan_inputs: PlanInputs, live: ls.L
         plan_inputs.catalogs,
         configmaps=decode_configmaps(plan_inputs.configmaps),
         last_good=mounted if all(mounted) else None,
-        narrow_selector=ls.narrow_selector(live.get(SERVICE), live.deployment),
+        narrow_selector=ls.narrow_selector(live.get(ok.SERVICE), live.deployment),
         operator_namespace=plan_inputs.operator_namespace,
         stored=True,
         external=ExternalSecrets(
@@ -1086,7 +1071,7 @@ def _deletion(glance_obj: Mapping[str, Any], live: ls.LiveObjects) -> PassResult
         return PassResult(finalizer=REMOVE)
     name = str(_meta(glance_obj).get("name") or "")
     uid = _owner_uid(glance_obj)
-    actions = [ap.delete_action(key, live.get(key), uid) for key in MARIADB_OBJECTS]
+    actions = [ap.delete_action(key, live.get(key), uid) for key in ok.MARIADB_OBJECTS]
     deletes = [a for a in actions if a.writes]
     if deletes:
         kinds = " and ".join(a.kind for a in deletes)
@@ -1148,9 +1133,11 @@ def _decide(
         _events_on_change(p, plan, conds)
         return _finish(p, plan, now)
     # 2. the db-connection Secret
-    connection = p.want(DB_CONNECTION_SECRET, plan.desired.get(DB_CONNECTION_SECRET))
+    connection = p.want(ok.DB_CONNECTION_SECRET, plan.desired.get(ok.DB_CONNECTION_SECRET))
     connection_action = (
-        ap.ssa_action(DB_CONNECTION_SECRET, connection, live.get(DB_CONNECTION_SECRET), p.owner_uid)
+        ap.ssa_action(
+            ok.DB_CONNECTION_SECRET, connection, live.get(ok.DB_CONNECTION_SECRET), p.owner_uid
+        )
         if connection is not None
         else None
     )
