@@ -4,8 +4,8 @@ Read from the source with ``ast`` (every ``import`` and ``from ... import``, als
 functions), so a new import that goes up fails here, naming the file, the line and both
 floors, before it makes a circle nobody sees in a folder listing.
 
-A floor of ``plugins/module_utils`` may have sub-folders (``desired/objects/``): a file in
-one belongs to its floor, and a sub-folder is a folder like any other, twelve files at most.
+A floor may have sub-folders (``desired/objects/``, ``runner/passes/warm/``): a file in one
+belongs to its floor, and a sub-folder is a folder like any other, twelve files at most.
 """
 
 from __future__ import annotations
@@ -131,10 +131,7 @@ def test_the_plugins_never_import_the_runner():
 
 @pytest.mark.parametrize(
     "folder",
-    [folder for f in MODULE_UTILS_FLOORS for folder in folders(MODULE_UTILS / f)]
-    + [RUNNER]
-    # Every folder of the runner, a floor's sub-folder too (passes/warm/).
-    + sorted(p for p in RUNNER.rglob("*") if p.is_dir() and p.name != "__pycache__"),
+    [folder for f in MODULE_UTILS_FLOORS for folder in folders(MODULE_UTILS / f)] + folders(RUNNER),
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_no_folder_holds_more_than_twelve_files(folder):
