@@ -194,6 +194,7 @@ run: venv ## Run the operator from this checkout against the cluster of KUBECONF
 bench: venv glance-venvs e2e-env ## Benchmarks: print render and reconcile pass timings, process and write counts, runner scale, upgrade phases and the upload path on the e2e stack
 	$(BIN)/python tests/bench/bench_render.py
 	$(BIN)/python tests/bench/bench_reconcile.py
+	$(WITH_KUBE_ASSETS) $(BIN)/python tests/bench/bench_pass.py
 	$(BIN)/python tests/bench/bench_runner_scale.py
 	$(BIN)/python tests/bench/bench_upgrade.py
 	$(BIN)/python tests/bench/bench_upload.py
