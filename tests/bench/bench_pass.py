@@ -56,6 +56,7 @@ for entry in (ROOT / "tests", ROOT / ".collections", ROOT):
     if str(entry) not in sys.path:
         sys.path.insert(0, str(entry))
 
+from bench_support import FLOOR_PLAY  # noqa: E402
 from integration.kube_harness import KubeApiServer, assets_dir  # noqa: E402
 from support.api_env import ApiEnv, sample_documents  # noqa: E402
 
@@ -67,16 +68,6 @@ from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client impor
 )
 
 PLAYBOOK = "playbooks/glance.yml"
-FLOOR_PLAY = """\
-- name: One task
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - name: Say nothing
-      ansible.builtin.debug:
-        msg: floor
-"""
 WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 DISCOVERY = re.compile(r"/(api|apis|version|openapi/.*|api/v1|apis/[^/]+(/[^/]+)?)")
 CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"

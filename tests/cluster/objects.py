@@ -91,3 +91,16 @@ def sample_documents(
             }
         out.append(doc)
     return out
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects among ``text``'s lines (the operator's log lines); the rest skipped."""
+    out = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out

@@ -70,7 +70,15 @@ from cluster.load import (
     make_sources,
     upload,
 )
-from cluster.objects import apply, conditions, get, glance_pods, pod_ready, sample_documents
+from cluster.objects import (
+    apply,
+    conditions,
+    get,
+    glance_pods,
+    json_lines,
+    pod_ready,
+    sample_documents,
+)
 from cluster.timeline import Timeline
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
@@ -197,18 +205,6 @@ def wait_glance_ready(node, ns: str, what: str, say) -> None:
         interval=2,
     )
     say(f"[chaos] {what} Ready: {time.monotonic() - started:.1f}s")
-
-
-def json_lines(text: str) -> list[dict[str, Any]]:
-    out = []
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            out.append(entry)
-    return out
 
 
 def leader_pod(node) -> str:

@@ -34,10 +34,12 @@ import pytest
 from e2e.glance_http import s3_digest
 from e2e.stack import http
 
+from cluster import ready_timeline
 from cluster.conftest import (
     GLANCE_IMAGE,
     OPERATOR_IMAGE,
     OPERATOR_NAMESPACE,
+    ROOT,
     wait_until,
 )
 from cluster.objects import (
@@ -54,6 +56,7 @@ NAMESPACE = "openstack"
 GLANCE = "glance"
 IMAGE_SIZE = 32 * 1024 * 1024
 READY_TIMEOUT = 600
+TIMELINE = ROOT / "out" / "ready-timeline.txt"
 GROUP = "glance.openstack.c5c3.io"
 
 pytestmark = pytest.mark.cluster
@@ -156,7 +159,7 @@ def ready_glance(node, operator, services, say) -> dict[str, float]:
     created = http("PUT", f"{services.s3_url}/{SECOND_BUCKET}", body=b"")
     assert created.status == 200, created.body
     node.kubectl("create", "namespace", NAMESPACE, check=False)
-    started = time.monotonic()
+    started, applied = time.monotonic(), time.time()
     apply(node, glance_documents(services))
     wait_until(
         "the Glance is Ready",
@@ -166,7 +169,31 @@ def ready_glance(node, operator, services, say) -> dict[str, float]:
     )
     took = time.monotonic() - started
     say(f"[cluster] Glance (2 replicas, 2 stores) created to Ready: {took:.1f}s")
-    return {"ready": took}
+    found = ready_timeline.steps(node, NAMESPACE, GLANCE, OPERATOR_NAMESPACE)
+    text = ready_timeline.table(found, applied)
+    TIMELINE.parent.mkdir(parents=True, exist_ok=True)
+    TIMELINE.write_text(f"kubectl apply to Ready: {took:.1f} s\n{text}\n")
+    say(f"[cluster] the way to Ready ({TIMELINE}):\n{text}")
+    return {"ready": took, "steps": found}
+
+
+def test_the_way_to_ready_goes_in_the_order_the_design_says(ready_glance):
+    """The timeline's steps (cluster/ready_timeline.py) in the order the pass enforces:
+    admission, the first pass, the configuration and the db-sync Job; the Deployment only
+    once the Job is complete (reference-spec 2.3); Ready only once every API pod is. The
+    API server's stamps are whole seconds, cut down: a later step never reads earlier."""
+    steps = ready_glance["steps"]
+    admitted = ready_timeline.first(steps, "the Glance admitted")
+    assert ready_timeline.first(steps, "operator: pass started") >= admitted
+    assert ready_timeline.first(steps, "the configuration written") >= admitted
+    job_done = ready_timeline.last(steps, "db-sync", "Complete")
+    assert ready_timeline.first(steps, "Deployment", "created") >= job_done
+    assert ready_timeline.first(steps, "the Glance Ready") >= ready_timeline.last(
+        steps, "API pod", "Ready"
+    )
+    assert ready_timeline.last(steps, "operator: pass finished") >= ready_timeline.first(
+        steps, "the Glance Ready"
+    )
 
 
 def test_db_sync_ran_glance_manage_in_a_pod_of_the_glance_image(node, ready_glance, services):
