@@ -12,6 +12,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_inputs
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.deletion import (
+    ABANDON_AFTER,
+)
 from ansible_collections.c5c3.glance.plugins.plugin_utils.untemplated import untemplated
 
 
@@ -25,7 +28,7 @@ def glance_plan(gathered):
     return pass_inputs.glance_plan(_gathered(gathered, "Glance"))
 
 
-def glance_pass(gathered, manifests=None, abandon_after=pass_inputs.gp.ABANDON_AFTER):
+def glance_pass(gathered, manifests=None, abandon_after=ABANDON_AFTER):
     try:
         return pass_inputs.glance_decision(
             _gathered(gathered, "Glance"), untemplated(manifests), int(abandon_after)

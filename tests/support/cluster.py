@@ -24,7 +24,15 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_f
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
-from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.decide import (
+    decide_pass,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_state import (
+    ADD,
+    FINALIZER,
+    PassResult,
+    PlanInputs,
+)
 
 NAMESPACE = "openstack"
 GLANCE_UID = "0b7c4a8e-1111-4c3d-9e2f-5a6b7c8d9e0f"
@@ -313,12 +321,12 @@ def glance_object(glance: dict[str, Any], *, finalizer: bool = True, **meta: Any
     """A Glance as stored, with uid and (by default) the finalizer."""
     out = stored(glance, GLANCE_UID, **meta)
     if finalizer:
-        out["metadata"]["finalizers"] = [gp.FINALIZER]
+        out["metadata"]["finalizers"] = [FINALIZER]
     return out
 
 
 def plan_inputs(backends: list[dict], secrets: list[dict] | None = None, **kw: Any):
-    return gp.PlanInputs(
+    return PlanInputs(
         crds=load_crds(),
         backends=backends,
         secrets=default_secrets() if secrets is None else secrets,
@@ -333,19 +341,19 @@ HEALTHY = {"url": "http://glance.openstack.svc.cluster.local:9292/healthcheck", 
 class Reconciler:
     """Runs passes of one Glance against a ``FakeCluster`` as gather/apply/report would."""
 
-    def __init__(self, glance: dict, inputs: gp.PlanInputs, cluster: FakeCluster) -> None:
+    def __init__(self, glance: dict, inputs: PlanInputs, cluster: FakeCluster) -> None:
         self.glance = glance
         self.inputs = inputs
         self.cluster = cluster
         self.now = START
-        self.results: list[gp.PassResult] = []
+        self.results: list[PassResult] = []
 
     def run_pass(self, health: dict | None = None, settle: bool = True, **settle_kw: Any):
         self.now += timedelta(seconds=30)
-        result = gp.decide_pass(self.glance, self.inputs, self.cluster.live(), self.now, health)
+        result = decide_pass(self.glance, self.inputs, self.cluster.live(), self.now, health)
         self.cluster.perform(result.actions)
-        if result.finalizer == gp.ADD:
-            self.glance["metadata"].setdefault("finalizers", []).append(gp.FINALIZER)
+        if result.finalizer == ADD:
+            self.glance["metadata"].setdefault("finalizers", []).append(FINALIZER)
         if result.status_patch is not None:
             self.glance["status"] = copy.deepcopy(result.status)
         if settle:

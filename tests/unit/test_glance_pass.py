@@ -30,7 +30,23 @@ from support.cluster import (
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
-from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.api_health import (
+    Health,
+    endpoint_url,
+    health_check_url,
+    health_condition,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.decide import (
+    decide_pass,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.deployment_step import (
+    DEPLOYMENT_NOT_AVAILABLE,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_state import (
+    ADD,
+    REMOVE,
+    PassResult,
+)
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ROUTE = {"hostname": "images.example.com", "parentRef": {"name": "public", "namespace": "gw"}}
@@ -57,11 +73,11 @@ def with_inputs(r: Reconciler, **changes) -> None:
     r.inputs = dataclasses.replace(r.inputs, **changes)
 
 
-def writes(result: gp.PassResult) -> list[tuple[str, str, str, str]]:
+def writes(result: PassResult) -> list[tuple[str, str, str, str]]:
     return [(a.verb, a.kind, a.name, a.reason) for a in result.writes]
 
 
-def kinds_written(result: gp.PassResult) -> list[str]:
+def kinds_written(result: PassResult) -> list[str]:
     return [a.kind for a in result.writes]
 
 
@@ -77,7 +93,7 @@ def reasons(r: Reconciler) -> dict[str, tuple[str, str]]:
 def test_a_new_glance_gets_the_finalizer_in_the_pass_that_configures_it():
     r = make(finalizer=False)
     result = r.run_pass(settle=False)
-    assert result.finalizer == gp.ADD
+    assert result.finalizer == ADD
     assert r.glance["metadata"]["finalizers"] == ["glance.openstack.c5c3.io/finalizer"]
     # the pass does not stop for it: the first install's writes come with it
     assert kinds_written(result) == ["ConfigMap", "Secret", "Secret", "CronJob", "Job"]
@@ -88,14 +104,14 @@ def test_a_new_glance_gets_the_finalizer_in_the_pass_that_configures_it():
 def test_a_glance_the_rules_refuse_still_gets_the_finalizer_and_nothing_else():
     r = make(spec={"networkPolicy": {"ingress": []}}, finalizer=False)
     result = r.run_pass()
-    assert result.finalizer == gp.ADD and result.writes == []
+    assert result.finalizer == ADD and result.writes == []
     assert r.condition(c.SECRETS_READY)["reason"] == c.CONFIG_ERROR
 
 
-@pytest.mark.parametrize("finalizer, expected", [(True, gp.REMOVE), (False, None)])
+@pytest.mark.parametrize("finalizer, expected", [(True, REMOVE), (False, None)])
 def test_a_deleted_glance_only_releases_its_finalizer(finalizer, expected):
     glance = glance_object(GLANCE, finalizer=finalizer, deletionTimestamp="2026-03-01T00:00:00Z")
-    result = gp.decide_pass(glance, plan_inputs([]), ls.LiveObjects(), NOW)
+    result = decide_pass(glance, plan_inputs([]), ls.LiveObjects(), NOW)
     assert result.finalizer == expected
     assert (result.actions, result.events, result.status_patch, result.requeue_after) == (
         [],
@@ -112,7 +128,7 @@ def test_a_fresh_install_converges_pass_by_pass():
     r = make()
     # 1: the finalizer, the configuration, the Secrets, the CronJob and the db-sync Job
     first = r.run_pass(HEALTHY)
-    assert first.finalizer == gp.ADD
+    assert first.finalizer == ADD
     assert kinds_written(first) == ["ConfigMap", "Secret", "Secret", "CronJob", "Job"]
     assert first.requeue_after == 30
     assert reasons(r)[c.DATABASE_READY] == ("False", c.DB_SYNC_IN_PROGRESS)
@@ -397,7 +413,7 @@ def release_fields(r: Reconciler) -> tuple[str | None, str | None, str | None]:
     return (status.get("installedRelease"), status.get("targetRelease"), status.get("upgradePhase"))
 
 
-def event_reasons(result: gp.PassResult) -> list[tuple[str, str]]:
+def event_reasons(result: PassResult) -> list[tuple[str, str]]:
     return [(e["type"], e["reason"]) for e in result.events]
 
 
@@ -474,7 +490,7 @@ def test_an_upgrade_walks_expand_migrate_rollout_contract_and_reruns_db_sync():
     for updated, ready, total, message in (
         (1, 3, 4, rolling),  # ready and Available: the old pods still run
         (3, 3, 4, rolling),  # one old pod still terminating
-        (3, 2, 3, gp.DEPLOYMENT_NOT_AVAILABLE),  # not even ready
+        (3, 2, 3, DEPLOYMENT_NOT_AVAILABLE),  # not even ready
     ):
         deploy["status"] = rolling_status(deploy, updated, ready, total)
         wait = r.run_pass(HEALTHY, settle=False)
@@ -919,7 +935,7 @@ URL = "http://glance.openstack.svc.cluster.local:9292/healthcheck"
     ids=["200", "204", "503", "500-with-body", "timeout", "dns", "refused", "other"],
 )
 def test_the_health_probe_sets_glance_api_ready(health, reason, status, message):
-    cond, requeue = gp.health_condition(gp.Health.from_data({"url": URL, **health}))
+    cond, requeue = health_condition(Health.from_data({"url": URL, **health}))
     assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
         c.GLANCE_API_READY,
         status,
@@ -930,7 +946,7 @@ def test_the_health_probe_sets_glance_api_ready(health, reason, status, message)
 
 
 def test_a_long_body_is_cut_to_256_bytes():
-    cond, _ = gp.health_condition(gp.Health(URL, status_code=500, body="é" * 300))
+    cond, _ = health_condition(Health(URL, status_code=500, body="é" * 300))
     excerpt = cond["message"].removeprefix("Glance API returned HTTP 500: ")
     assert len(excerpt.encode()) <= 256 and excerpt == "é" * 128
 
@@ -948,11 +964,9 @@ def test_an_unhealthy_api_polls_and_a_pass_without_a_probe_keeps_the_condition()
 
 def test_the_probe_url_is_in_cluster_whatever_the_gateway():
     glance = glance_object(patched(GLANCE, {"spec": {"gateway": ROUTE}}))
-    assert gp.health_check_url(glance) == URL
-    assert gp.endpoint_url(glance) == "https://images.example.com/"
-    assert (
-        gp.endpoint_url(glance_object(GLANCE)) == "http://glance.openstack.svc.cluster.local:9292/"
-    )
+    assert health_check_url(glance) == URL
+    assert endpoint_url(glance) == "https://images.example.com/"
+    assert endpoint_url(glance_object(GLANCE)) == "http://glance.openstack.svc.cluster.local:9292/"
 
 
 # --- events only on change -------------------------------------------------------------------------------
@@ -1067,10 +1081,10 @@ def test_without_the_gateway_api_and_without_a_gateway_the_route_is_not_required
 
 
 def test_a_health_result_may_be_given_as_data_or_as_a_health():
-    probe = gp.Health(URL, status_code=200)
-    assert gp.Health.from_data(probe) is probe
-    assert gp.Health.from_data({"url": URL}) == gp.Health(URL)
-    cond, requeue = gp.health_condition(gp.Health(URL))  # neither a code nor an error kind
+    probe = Health(URL, status_code=200)
+    assert Health.from_data(probe) is probe
+    assert Health.from_data({"url": URL}) == Health(URL)
+    cond, requeue = health_condition(Health(URL))  # neither a code nor an error kind
     assert (cond["reason"], cond["message"], requeue) == (
         c.HEALTH_CHECK_FAILED,
         f"health check failed: {URL}: no answer",
@@ -1195,7 +1209,7 @@ def test_deleting_a_managed_glance_deletes_its_mariadb_resources_before_the_fina
     set_ready(r, "Database")
     r.run_pass()
     r.glance["metadata"]["deletionTimestamp"] = "2026-03-01T00:00:00Z"
-    first = gp.decide_pass(r.glance, r.inputs, r.cluster.live(), NOW)
+    first = decide_pass(r.glance, r.inputs, r.cluster.live(), NOW)
     assert [(a.verb, a.kind, a.name) for a in first.writes] == [
         ("delete", "Database", "glance"),
         ("delete", "User", "glance"),
@@ -1205,8 +1219,8 @@ def test_deleting_a_managed_glance_deletes_its_mariadb_resources_before_the_fina
     assert [e["reason"] for e in first.events] == ["FinalizingDatabase"]
     for kind in ("Database", "User", "Grant"):  # mariadb-operator's finalizers still run
         r.cluster.get(kind, "glance")["metadata"]["deletionTimestamp"] = "2026-03-01T00:00:01Z"
-    second = gp.decide_pass(r.glance, r.inputs, r.cluster.live(), NOW)
-    assert second.writes == [] and second.finalizer == gp.REMOVE
+    second = decide_pass(r.glance, r.inputs, r.cluster.live(), NOW)
+    assert second.writes == [] and second.finalizer == REMOVE
     assert [e["reason"] for e in second.events] == ["DatabaseFinalized"]
     r.cluster.objects.clear()
-    assert gp.decide_pass(r.glance, r.inputs, r.cluster.live(), NOW).finalizer == gp.REMOVE
+    assert decide_pass(r.glance, r.inputs, r.cluster.live(), NOW).finalizer == REMOVE

@@ -8,8 +8,15 @@ import pytest
 from support.builders import BACKEND, GLANCE, patched
 from support.cluster import glance_object, stored
 
-from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_reads as pr
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.api_health import (
+    HEALTH_DNS,
+    HEALTH_OTHER,
+    HEALTH_REFUSED,
+    HEALTH_TIMEOUT,
+    Health,
+    health_condition,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.passes.probe import classify
 
 URL = "http://glance.openstack.svc.cluster.local:9292/healthcheck"
@@ -91,7 +98,7 @@ def status(message: str, code: int = 503) -> bytes:
             503,
             JSON,
             status('no endpoints available for service "glance"'),
-            {"status_code": None, "error_kind": gp.HEALTH_REFUSED},
+            {"status_code": None, "error_kind": HEALTH_REFUSED},
         ),
         (
             503,
@@ -99,31 +106,31 @@ def status(message: str, code: int = 503) -> bytes:
             status(
                 "error trying to reach service: dial tcp 10.0.0.5:9292: connect: connection refused"
             ),
-            {"status_code": None, "error_kind": gp.HEALTH_REFUSED},
+            {"status_code": None, "error_kind": HEALTH_REFUSED},
         ),
         (
             503,
             JSON,
             status("error trying to reach service: dial tcp 10.0.0.5:9292: i/o timeout"),
-            {"status_code": None, "error_kind": gp.HEALTH_TIMEOUT},
+            {"status_code": None, "error_kind": HEALTH_TIMEOUT},
         ),
         (
             503,
             JSON,
             status("error trying to reach service: dial tcp: lookup x: no such host"),
-            {"status_code": None, "error_kind": gp.HEALTH_DNS},
+            {"status_code": None, "error_kind": HEALTH_DNS},
         ),
         (
             404,
             JSON,
             status('services "glance" not found', 404),
-            {"status_code": None, "error_kind": gp.HEALTH_DNS},
+            {"status_code": None, "error_kind": HEALTH_DNS},
         ),
         (
             502,
             JSON,
             status("something odd", 502),
-            {"status_code": None, "error_kind": gp.HEALTH_OTHER},
+            {"status_code": None, "error_kind": HEALTH_OTHER},
         ),
         # A JSON answer of Glance's own is Glance's, not the proxy's.
         (500, JSON, b'{"error": "boom"}', {"status_code": 500, "error_kind": None}),
@@ -138,7 +145,7 @@ def test_answers_through_the_service_proxy_are_classified(code, headers, body, e
 
 def test_a_proxy_error_becomes_the_condition_the_pass_reports():
     got = classify(URL, 503, JSON, status('no endpoints available for service "glance"'))
-    cond, requeue = gp.health_condition(gp.Health.from_data(got))
+    cond, requeue = health_condition(Health.from_data(got))
     assert (cond["status"], cond["reason"], requeue) == ("False", "ConnectionFailed", 10)
     assert 'no endpoints available for service "glance"' in cond["message"]
 

@@ -17,8 +17,18 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditi
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import apply_plan as ap
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import target_cluster as tc
-from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import glancebackend_pass as bp
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.decide import (
+    decide_pass,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_state import (
+    ADD,
+    FINALIZER,
+    REMOTE_CHILDREN_FINALIZER,
+    REMOVE,
+    REQUEUE_SECRETS,
+    PassResult,
+)
 
 RESOLVED = {
     "name": "edge",
@@ -123,15 +133,15 @@ def targeted(**kw) -> Reconciler:
     return Reconciler(glance, plan_inputs([stored(BACKEND, "b-uid")], None), FakeCluster())
 
 
-def decide(r: Reconciler, target=RESOLVED, **kw) -> gp.PassResult:
-    return gp.decide_pass(r.glance, r.inputs, r.cluster.live(), r.now, target_cluster=target, **kw)
+def decide(r: Reconciler, target=RESOLVED, **kw) -> PassResult:
+    return decide_pass(r.glance, r.inputs, r.cluster.live(), r.now, target_cluster=target, **kw)
 
 
 def test_an_unavailable_target_is_a_condition_and_adds_no_finalizer():
     r = targeted()
     result = decide(r, UNAVAILABLE)
     assert result.finalizer is None and result.writes == []
-    assert result.requeue_after == gp.REQUEUE_SECRETS
+    assert result.requeue_after == REQUEUE_SECRETS
     cond = c.by_type(result.status["conditions"])[c.SECRETS_READY]
     assert (cond["status"], cond["reason"], cond["message"]) == (
         "False",
@@ -144,8 +154,8 @@ def test_an_unavailable_target_is_a_condition_and_adds_no_finalizer():
 def test_children_on_a_target_carry_the_ownership_labels_and_no_owner_reference():
     r = targeted()
     result = decide(r)
-    assert result.finalizer == gp.ADD
-    assert result.finalizers == [gp.FINALIZER, gp.REMOTE_CHILDREN_FINALIZER]
+    assert result.finalizer == ADD
+    assert result.finalizers == [FINALIZER, REMOTE_CHILDREN_FINALIZER]
     assert result.target_cluster == "edge"
     assert result.writes
     for action in result.writes:
@@ -188,7 +198,7 @@ def deleting(r: Reconciler, finalizers, deleted_at: datetime, status=None) -> di
 
 def test_a_deleted_glance_sweeps_its_children_on_the_target_then_releases_both_finalizers():
     r = targeted()
-    both = [gp.FINALIZER, gp.REMOTE_CHILDREN_FINALIZER]
+    both = [FINALIZER, REMOTE_CHILDREN_FINALIZER]
     glance = deleting(r, both, datetime(2026, 1, 1, tzinfo=UTC))
     ours = {
         "apiVersion": "v1",
@@ -211,7 +221,7 @@ def test_a_deleted_glance_sweeps_its_children_on_the_target_then_releases_both_f
         "kind": "Service",
         "metadata": {"name": "glance", "namespace": "openstack"},
     }
-    result = gp.decide_pass(
+    result = decide_pass(
         glance,
         r.inputs,
         ls.live_objects("glance", []),
@@ -223,20 +233,20 @@ def test_a_deleted_glance_sweeps_its_children_on_the_target_then_releases_both_f
         ("delete", "ConfigMap", "glance-config-1", ap.SWEPT)
     ]
     assert result.writes[0].propagation_policy == ap.BACKGROUND
-    assert (result.finalizer, result.finalizers) == (gp.REMOVE, both)
+    assert (result.finalizer, result.finalizers) == (REMOVE, both)
     assert [e["reason"] for e in result.events] == [c.EVENT_REMOTE_CHILDREN_SWEPT]
 
 
 def test_an_unresolvable_target_is_waited_for_then_abandoned():
     r = targeted()
-    both = [gp.FINALIZER, gp.REMOTE_CHILDREN_FINALIZER]
+    both = [FINALIZER, REMOTE_CHILDREN_FINALIZER]
     deleted_at = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     glance = deleting(r, both, deleted_at)
     live = ls.live_objects("glance", [])
-    wait = gp.decide_pass(
+    wait = decide_pass(
         glance, r.inputs, live, deleted_at + timedelta(seconds=10), target_cluster=UNAVAILABLE
     )
-    assert wait.finalizer is None and wait.requeue_after == gp.REQUEUE_SECRETS
+    assert wait.finalizer is None and wait.requeue_after == REQUEUE_SECRETS
     cond = c.by_type(wait.status["conditions"])[c.SECRETS_READY]
     assert cond["reason"] == c.TARGET_CLUSTER_UNAVAILABLE
     assert cond["message"].endswith("waiting at least 5m0s before abandoning its children")
@@ -244,20 +254,20 @@ def test_an_unresolvable_target_is_waited_for_then_abandoned():
     # alone: a Glance deleted long ago still waits the whole window.
     glance = deleting(r, both, deleted_at, status=wait.status)
     later = datetime.fromisoformat(cond["lastTransitionTime"].replace("Z", "+00:00"))
-    still = gp.decide_pass(
+    still = decide_pass(
         glance, r.inputs, live, later + timedelta(seconds=299), target_cluster=UNAVAILABLE
     )
     assert still.finalizer is None
-    given_up = gp.decide_pass(
+    given_up = decide_pass(
         glance, r.inputs, live, later + timedelta(seconds=300), target_cluster=UNAVAILABLE
     )
-    assert (given_up.finalizer, given_up.finalizers) == (gp.REMOVE, both)
+    assert (given_up.finalizer, given_up.finalizers) == (REMOVE, both)
     assert [(e["type"], e["reason"]) for e in given_up.events] == [
         ("Warning", c.EVENT_REMOTE_CHILDREN_ABANDONED)
     ]
     fresh = deleting(r, both, later + timedelta(seconds=290), status=wait.status)
     assert (
-        gp.decide_pass(
+        decide_pass(
             fresh, r.inputs, live, later + timedelta(seconds=300), target_cluster=UNAVAILABLE
         ).finalizer
         is None
@@ -266,11 +276,11 @@ def test_an_unresolvable_target_is_waited_for_then_abandoned():
 
 def test_a_glance_that_never_reached_its_target_is_released_at_once():
     r = targeted()
-    glance = deleting(r, [gp.FINALIZER], datetime(2026, 1, 1, tzinfo=UTC))
-    result = gp.decide_pass(
+    glance = deleting(r, [FINALIZER], datetime(2026, 1, 1, tzinfo=UTC))
+    result = decide_pass(
         glance, r.inputs, ls.live_objects("glance", []), r.now, target_cluster=None
     )
-    assert (result.finalizer, result.finalizers, result.writes) == (gp.REMOVE, [gp.FINALIZER], [])
+    assert (result.finalizer, result.finalizers, result.writes) == (REMOVE, [FINALIZER], [])
 
 
 def test_a_backend_whose_parents_target_is_unavailable_says_so():

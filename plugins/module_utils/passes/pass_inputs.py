@@ -21,8 +21,16 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.role_templates
     objects_by_key,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import live_state as ls
-from ansible_collections.c5c3.glance.plugins.module_utils.passes import glance_pass as gp
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import glancebackend_pass as bp
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.decide import (
+    decide_pass,
+    is_active,
+    pass_plan,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.deletion import (
+    ABANDON_AFTER,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_state import PlanInputs
 
 
 def plain(value: Any) -> Any:
@@ -30,11 +38,11 @@ def plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def glance_inputs(gathered: Mapping[str, Any]) -> tuple[dict, gp.PlanInputs, ls.LiveObjects]:
+def glance_inputs(gathered: Mapping[str, Any]) -> tuple[dict, PlanInputs, ls.LiveObjects]:
     """The Glance, the plan inputs and the live objects of a gathered Glance pass."""
     data = plain(gathered)
     glance = data["object"]
-    inputs = gp.PlanInputs(
+    inputs = PlanInputs(
         crds=load_crds(),
         backends=data.get("backends") or [],
         secrets=data.get("secrets") or [],
@@ -56,13 +64,13 @@ def glance_inputs(gathered: Mapping[str, Any]) -> tuple[dict, gp.PlanInputs, ls.
 def glance_plan(gathered: Mapping[str, Any]) -> dict[str, Any]:
     """The plan of a gathered Glance pass (``Plan.as_dict``): what the roles render."""
     glance, inputs, live = glance_inputs(gathered)
-    return gp.pass_plan(glance, inputs, live).as_dict()
+    return pass_plan(glance, inputs, live).as_dict()
 
 
 def glance_decision(
     gathered: Mapping[str, Any],
     rendered: Iterable[Mapping[str, Any]] | None = None,
-    abandon_after: int = gp.ABANDON_AFTER,
+    abandon_after: int = ABANDON_AFTER,
 ) -> dict[str, Any]:
     """Decide a gathered Glance pass with the objects the roles ``rendered`` (None: render
     them from the templates here). The result is ``PassResult.as_dict`` plus ``writes``
@@ -70,10 +78,10 @@ def glance_decision(
     ``abandon_after``: seconds a deleted Glance waits for an unresolvable target cluster."""
     glance, inputs, live = glance_inputs(gathered)
     objects = plan = None
-    if rendered is not None and gp.is_active(glance):
-        plan = gp.pass_plan(glance, inputs, live)
+    if rendered is not None and is_active(glance):
+        plan = pass_plan(glance, inputs, live)
         objects = objects_by_key(plan.desired, plain(list(rendered)))
-    result = gp.decide_pass(
+    result = decide_pass(
         glance,
         inputs,
         live,

@@ -52,10 +52,10 @@ from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_module impor
     operator_namespace,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.passes import pass_reads as pr
-from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance_pass import (
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.decide import is_active
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_state import (
     FINALIZER,
     REMOTE_CHILDREN_FINALIZER,
-    is_active,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.passes.probe import probe_health
 
