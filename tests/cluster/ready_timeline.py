@@ -6,7 +6,8 @@ conditions' ``lastTransitionTime``; the operator's ``pass started`` and ``pass f
 log lines for the Glance (milliseconds, with what woke each pass); the creation of the
 first object it owns (the configuration); the db-sync Job (created, started, complete) and
 its pod (scheduled, container started and finished: glance-manage); the Deployment
-(created) and each API pod (created, scheduled, containers started, Ready). The API
+(created) and each API pod (created, scheduled, containers started, Ready), with the
+kubelet's ``Unhealthy`` events (the probes that failed before a pod answered). The API
 server's timestamps have whole seconds, the operator's milliseconds: a step is at most a
 second early. ``steps`` returns them as seconds after ``applied`` (``time.time()`` at the
 ``kubectl apply``), in order.
@@ -95,6 +96,24 @@ def _operator_steps(node, operator_namespace: str, key: str) -> list[Step]:
     return steps
 
 
+def _probe_failures(node, namespace: str) -> list[Step]:
+    """The kubelet's ``Unhealthy`` events (a probe that failed): the first and the last of
+    each pod's, with how many there were; they say how long a pod took to answer."""
+    steps = []
+    for event in _json(node, "get", "events", "-n", namespace)["items"]:
+        first = event.get("firstTimestamp") or event.get("eventTime")
+        if event.get("reason") != "Unhealthy" or not first:
+            continue
+        pod = event["involvedObject"].get("name", "?")
+        probe = (event.get("message") or "").split(" probe")[0].lower() or "a"
+        count = event.get("count") or (event.get("series") or {}).get("count") or 1
+        label = f"pod {pod[-5:]}: {probe} probe failed"
+        steps.append(Step(epoch(first), f"{label} (the first of {count})"))
+        if count > 1 and event.get("lastTimestamp"):
+            steps.append(Step(epoch(event["lastTimestamp"]), f"{label} (the last of {count})"))
+    return steps
+
+
 def steps(node, namespace: str, name: str, operator_namespace: str) -> list[Step]:
     """Every dated step of the Glance ``namespace/name`` on its way to Ready, in order."""
     glance = _json(node, "get", "glance", name, "-n", namespace)
@@ -126,6 +145,7 @@ def steps(node, namespace: str, name: str, operator_namespace: str) -> list[Step
         )
         for pod in pods["items"]:
             out += _pod_steps(pod, f"{label}'s pod")
+    out += _probe_failures(node, namespace)
     for deployment in _json(node, "get", "deployments", "-n", namespace)["items"]:
         if not _owned_by(deployment, uid):
             continue

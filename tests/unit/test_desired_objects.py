@@ -306,10 +306,13 @@ def test_all_three_probes_get_the_healthcheck_with_the_decided_timings():
     http_get = {"path": "/healthcheck", "port": 9292}
     assert container["startup_probe"] == {
         "httpGet": http_get,
-        "periodSeconds": 10,
+        "periodSeconds": 2,
         "timeoutSeconds": 8,
-        "failureThreshold": 30,
+        "failureThreshold": 150,
     }
+    # the founding 300 s budget (DECISIONS.md), asked five times as often
+    startup = container["startup_probe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] == 300
     assert container["liveness_probe"] == {
         "httpGet": http_get,
         "initialDelaySeconds": 15,
@@ -317,9 +320,8 @@ def test_all_three_probes_get_the_healthcheck_with_the_decided_timings():
         "timeoutSeconds": 10,
         "failureThreshold": 3,
     }
-    assert container["readiness_probe"] == {
+    assert container["readiness_probe"] == {  # no delay: the startup probe holds it back
         "httpGet": http_get,
-        "initialDelaySeconds": 10,
         "periodSeconds": 15,
         "timeoutSeconds": 10,
         "failureThreshold": 3,
