@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.pod_security import pod_templates, restricted_violations
+from support.python_env import collection_python_env
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import judge
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
@@ -686,7 +687,7 @@ def test_compiled_templates_are_kept_in_the_users_cache_and_render_the_same(rend
     desired = renders["full"].desired
     data = tmp_path / "desired.json"
     data.write_text(json.dumps(desired))
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = collection_python_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     run = [sys.executable, "-c", RENDER_PROBE, str(data)]
     first = subprocess.run(run, env=env, check=True, capture_output=True, text=True).stdout
     cached = sorted((tmp_path / "cache" / "c5c3-glance" / "templates").iterdir())

@@ -11,10 +11,11 @@ give the same results.
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
+
+from support.python_env import collection_python_env
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import cel_validation as cel
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import collection_files as cf
@@ -35,7 +36,7 @@ print(json.dumps([len(rules), bool(value)]))
 
 def probe(code: str, cache_home) -> str:
     """``code`` run in a new Python with ``XDG_CACHE_HOME`` at ``cache_home``: its stdout."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    env = collection_python_env(XDG_CACHE_HOME=str(cache_home))
     return subprocess.run(
         [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
     ).stdout
