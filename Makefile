@@ -56,7 +56,7 @@ test: lint unit ## Lint, then every test
 # want of any of them fails instead; plain `pytest` skips, saying why.
 .PHONY: unit
 unit: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## The pytest suites, every tier, strictly (tests/skips.py); the chaos faults are `make chaos`
-	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q --durations=30 -m "not chaos" tests
+	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q --durations=30 -m "not chaos" tests
 
 .PHONY: lint
 lint: venv ## ruff, yamllint and ansible-lint (production profile)
@@ -108,6 +108,18 @@ WITH_KUBE_ASSETS = assets="$${KUBE_ASSETS_DIR:-$$($(PYTHON312) hack/kube_assets.
 .PHONY: kube-assets
 kube-assets: ## Build etcd and the Kubernetes binaries of hack/kube/go.mod (cached outside the checkout); prints their directory last
 	@$(PYTHON312) hack/kube_assets.py
+
+# helm (hack/helm_tool.py, charts/glance-operator/README.md): built from the Go module proxy at
+# the version hack/helm/go.mod pins, cached beside the Kubernetes binaries. WITH_HELM
+# prefixes a recipe line: it exports HELM (the binary's path), building on first use.
+WITH_HELM = helm="$${HELM:-$$($(PYTHON312) hack/helm_tool.py)}" && export HELM="$$helm" &&
+.PHONY: helm
+helm: ## Build helm from hack/helm/go.mod (cached outside the checkout); prints the binary's path last
+	@$(PYTHON312) hack/helm_tool.py
+
+.PHONY: chart-files
+chart-files: ## Copy the CRDs, alert rules and dashboard of config/ into charts/glance-operator/files (tests/install/test_chart.py checks they match)
+	@$(PYTHON312) hack/helm_tool.py --sync-chart-files
 
 .PHONY: docker-engine
 docker-engine: ## Install Debian's docker.io and mmdebstrap when missing, start dockerd when `docker info` does not answer (root)
@@ -161,7 +173,7 @@ chaos: venv e2e-env docker-engine cluster-packages ## The faults of tests/cluste
 
 .PHONY: cluster-test
 cluster-test: venv e2e-env docker-engine cluster-packages ## The cluster tier (tests/cluster) with the chaos faults: images built, installed with kubectl, Glance served from pods
-	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster
+	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster
 
 .PHONY: lock
 lock: ## Re-resolve requirements.in into requirements.txt, and the image's subset into requirements-runtime.txt

@@ -16,7 +16,8 @@ molecule `node` scenario, finds the machine free), also after a failure:
 * ``services``: MariaDB, Keystone and the S3 server of ``tests/e2e/stack.py`` on the
   node's address, where the pods reach them (``make e2e-env`` installs them).
 * ``operator``: ``kubectl apply -k config/selfsigned``, as docs/install.md and
-  docs/cluster.md show it, until the manager Deployment is rolled out.
+  docs/cluster.md show it, until the manager Deployment is rolled out. The first module,
+  ``test_helm.py``, installs the chart instead and removes it, CRDs included, before it.
 
 When a test fails, its report gets ``kubectl get pods -A -o wide``, the events and the
 components' log tails; when the tier ends the same goes to ``cluster.log`` in

@@ -15,6 +15,7 @@ import pytest
 from support.hack_scripts import hack_script
 
 kube_assets = hack_script("kube_assets")
+helm_tool = hack_script("helm_tool")
 go_build = kube_assets.go_build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +44,16 @@ def test_the_kubernetes_build_names_every_program_and_stamps_the_release():
     assert "-X k8s.io/component-base/version.gitVersion=v1.36.3" in build.ldflags
     assert "-X k8s.io/client-go/pkg/version.gitMinor=36" in build.ldflags
     assert build.ldflags.startswith("-s -w ")
+
+
+def test_the_helm_build_is_its_module_s_tool_stamped_with_its_version():
+    build = helm_tool.helm_build()
+    assert build.packages == ("helm.sh/helm/v4/cmd/helm",)
+    assert build.binaries == ("helm",)
+    version = go_build.required_version(helm_tool.MODULE_DIR, "helm.sh/helm/v4")
+    assert build.label == f"helm-{version}"
+    assert f"-X helm.sh/helm/v4/internal/version.version={version}" in build.ldflags
+    assert build.kind == "helm" and build.ldflags.startswith("-s -w ")
 
 
 @pytest.mark.parametrize("version", ["v1.36", "1.36.3", "v1.36.3-rc.0"])
