@@ -16,8 +16,9 @@ molecule `node` scenario, finds the machine free), also after a failure:
 * ``services``: MariaDB, Keystone and the S3 server of ``tests/e2e/stack.py`` on the
   node's address, where the pods reach them (``make e2e-env`` installs them).
 * ``operator``: ``kubectl apply -k config/selfsigned``, as docs/install.md and
-  docs/cluster.md show it, until the manager Deployment is rolled out. The first module,
-  ``test_helm.py``, installs the chart instead and removes it, CRDs included, before it.
+  docs/cluster.md show it, until the manager Deployment is rolled out. The first modules,
+  ``test_helm.py`` and ``test_install_upgrade.py``, install the chart and the previous
+  release instead and remove them, CRDs included, before it.
 
 When a test fails, its report gets ``kubectl get pods -A -o wide``, the events and the
 components' log tails; when the tier ends the same goes to ``cluster.log`` in

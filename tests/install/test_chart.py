@@ -17,13 +17,13 @@ import functools
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
+from support.helm import find_helm, helm_tool
 from test_kustomize import (
     CERT_MANAGER,
     KUBERNETES_VERSION,
@@ -35,8 +35,6 @@ from test_kustomize import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "glance-operator"
-sys.path.insert(0, str(ROOT / "hack"))
-import helm_tool  # noqa: E402
 
 HELM_LABELS = (
     "app.kubernetes.io/managed-by",
@@ -46,20 +44,6 @@ HELM_LABELS = (
 )
 # The kustomize installs' prefix and namespace, as chart values.
 AS_KUSTOMIZE = ("--set", "fullnameOverride=c5c3-glance", "-n", NAMESPACE)
-
-
-def find_helm() -> tuple[str | None, str]:
-    if os.environ.get("HELM"):
-        return os.environ["HELM"], f"HELM={os.environ['HELM']}"
-    try:
-        cached = helm_tool.go_build.output_dir(
-            helm_tool.helm_build(), helm_tool.go_build.build_env()
-        )
-    except helm_tool.go_build.BuildError as exc:
-        return None, f"no helm: {exc}"
-    if os.access(cached / "helm", os.X_OK):
-        return str(cached / "helm"), f"the cached build {cached}"
-    return None, "no helm: `make helm` builds it (hack/helm/go.mod) and prints its path; set HELM"
 
 
 HELM, HELM_FOUND = find_helm()
