@@ -7,9 +7,13 @@ as written, with a Glance through each step.
 2. ``helm upgrade --reuse-values --set controller.logLevel=debug``: the manager pods roll,
    the Glance's API pods do not, and the new manager reconciles the Glance (Ready again,
    its debug log names it);
-3. ``helm uninstall``: the manager, its RBAC and the webhooks go; the CRDs, the Glance and
-   its API pods stay, and the pods keep answering;
-4. ``helm install`` again picks the Glance up; deleting it releases its finalizer; then
+3. the monitoring values against the Prometheus Operator's own CRDs (``hack/crds/go.mod``
+   pins its module): the ServiceMonitor, PrometheusRule and dashboard admitted, the
+   ServiceMonitor's labels, selector, port, path and interval as the reference's metrics
+   e2e checks them, ``/metrics`` through the metrics Service; the manager not rolled;
+4. ``helm uninstall``: the manager, its RBAC and the webhooks go; the CRDs, the Glance and
+   its API pods stay, and the pods keep answering; the monitoring objects go;
+5. ``helm install`` again picks the Glance up; deleting it releases its finalizer; then
    uninstall and the doc's ``kubectl delete crd``: nothing of the chart is left.
 
 The module runs before test_operator.py (which installs with kustomize) and leaves the
@@ -19,12 +23,15 @@ cluster as it found it: the CRDs, namespaces and webhooks gone.
 from __future__ import annotations
 
 import base64
+import subprocess
 import time
 
 import pytest
 from e2e.stack import http
+from support.helm import find_helm
+from support.neighbour_crds import prometheus_operator_crds
 
-from cluster.conftest import OPERATOR_IMAGE, wait_until
+from cluster.conftest import OPERATOR_IMAGE, ROOT, wait_until
 from cluster.objects import (
     apply,
     conditions,
@@ -47,6 +54,7 @@ WEBHOOKS = (
     ("mutatingwebhookconfiguration", "glance-operator-mutating-webhook-configuration"),
     ("validatingwebhookconfiguration", "glance-operator-validating-webhook-configuration"),
 )
+MONITORING_CRDS = ("servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com")
 READY_TIMEOUT = 600
 
 pytestmark = pytest.mark.cluster
@@ -108,7 +116,7 @@ def _clean_up(shell, node, say) -> None:
         node.kubectl("delete", "namespace", NAMESPACE, "--timeout=300s", check=False)
     if exists(node, "deployment", MANAGER, "-n", RELEASE_NAMESPACE):
         shell.run("helm uninstall", SECTION)
-    node.kubectl("delete", "crd", *CRDS, "--ignore-not-found", check=False)
+    node.kubectl("delete", "crd", *CRDS, *MONITORING_CRDS, "--ignore-not-found", check=False)
     node.kubectl("delete", "namespace", RELEASE_NAMESPACE, "--ignore-not-found", check=False)
     say("[cluster] helm tests: the release, the CRDs and the namespaces removed")
 
@@ -182,6 +190,60 @@ def test_helm_upgrade_rolls_the_manager_and_not_the_glance(node, chart, shell, s
     }
 
 
+def test_the_monitoring_values_give_what_the_prometheus_operator_admits(node, chart, say):
+    """reference-spec's metrics e2e: the chart with the ServiceMonitor on, against the
+    Prometheus Operator's own CRDs (their schemas judge the objects): its labels, selector,
+    port, path and interval; the PrometheusRule and the dashboard beside it; the metrics
+    Service answers /metrics. Nothing of the manager rolls for it."""
+    helm, found = find_helm()
+    assert helm, found
+    for path in prometheus_operator_crds("servicemonitors", "prometheusrules"):
+        node.kubectl("apply", "--server-side", "-f", str(path))
+    for crd in MONITORING_CRDS:
+        node.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+    generation = get(node, "deployment", MANAGER, "-n", RELEASE_NAMESPACE)["metadata"]["generation"]
+    done = subprocess.run(
+        [helm, "upgrade", "glance-operator", str(ROOT / "charts" / "glance-operator"), "-n",
+         RELEASE_NAMESPACE,
+         "--reuse-values", "--set", "monitoring.serviceMonitor.enabled=true",
+         "--set", "monitoring.serviceMonitor.labels.release=kube-prometheus-stack",
+         "--set", "monitoring.prometheusRule.enabled=true",
+         "--set", "monitoring.dashboard.enabled=true"],
+        capture_output=True, text=True, check=False,
+        env={"KUBECONFIG": str(node.kubeconfig), "HOME": "/tmp", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    monitor = get(node, "servicemonitor", "glance-operator-controller-manager-metrics-monitor",
+                  "-n", RELEASE_NAMESPACE)  # fmt: skip
+    labels = monitor["metadata"]["labels"]
+    assert labels["release"] == "kube-prometheus-stack"
+    assert labels["app.kubernetes.io/managed-by"] == "Helm"
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["path"], endpoint["interval"]) == (
+        "metrics",
+        "/metrics",
+        "30s",
+    )
+    service = get(node, "service", "glance-operator-controller-manager-metrics-service",
+                  "-n", RELEASE_NAMESPACE)  # fmt: skip
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert all(service["metadata"]["labels"].get(k) == v for k, v in selector.items())
+    rule = get(node, "prometheusrule", "glance-operator-alerts", "-n", RELEASE_NAMESPACE)
+    assert [g["name"] for g in rule["spec"]["groups"]] == ["glance-operator"]
+    dashboard = get(node, "configmap", "glance-operator-grafana-dashboard", "-n", RELEASE_NAMESPACE)
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    port = service["spec"]["ports"][0]["port"]
+    metrics = wait_until(
+        "the metrics Service answers",
+        lambda: http("GET", f"http://{service['spec']['clusterIP']}:{port}/metrics"),
+        60,
+    )
+    assert metrics.status == 200 and b"# TYPE" in metrics.body
+    after = get(node, "deployment", MANAGER, "-n", RELEASE_NAMESPACE)["metadata"]["generation"]
+    assert after == generation, "the manager rolled for monitoring values"
+    say("[cluster] helm: the ServiceMonitor and PrometheusRule admitted by their CRDs")
+
+
 def test_helm_uninstall_keeps_the_crds_and_the_glance_serving(node, chart, shell):
     shell.ok("helm uninstall", SECTION)
     wait_until("the manager pods are gone", lambda: manager_pods(node) == [], 120)
@@ -189,6 +251,8 @@ def test_helm_uninstall_keeps_the_crds_and_the_glance_serving(node, chart, shell
     for kind, name in WEBHOOKS:
         assert not exists(node, kind, name), name
     assert not exists(node, "clusterrole", "glance-operator-manager-role")
+    for kind in ("servicemonitor", "prometheusrule"):
+        assert get(node, kind, "-n", RELEASE_NAMESPACE)["items"] == [], kind
     for crd in CRDS:
         assert exists(node, "crd", crd), f"{crd} went with the release"
     assert exists(node, "glance", GLANCE, "-n", NAMESPACE)
