@@ -334,10 +334,7 @@ def test_resources_and_scheduling_values():
     template_meta = deployment(objects)["spec"]["template"]["metadata"]
     assert template_meta["annotations"]["team"] == "images"
     assert template_meta["labels"]["tier"] == "control"
-    for obj in objects:
-        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True) if obj[
-            "apiVersion"
-        ] not in (CERT_MANAGER, MONITORING) else None
+    kubernetes_validate.validate(deployment(objects), KUBERNETES_VERSION, strict=True)
 
 
 def test_an_existing_service_account_is_bound_instead_of_one_made():
