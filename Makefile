@@ -169,6 +169,10 @@ cluster-load-images: venv ## Copy the operator image and the Glance image of eac
 cluster-gateway: venv docker-engine ## Install Envoy Gateway and the Gateway glance-gw on the one-node cluster; prints its address (host:port) last
 	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/gateway_tool.py
 
+.PHONY: cluster-gateway-down
+cluster-gateway-down: venv ## Remove what `make cluster-gateway` installed (the Gateway, Envoy Gateway, the CRDs, CoreDNS)
+	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/gateway_tool.py --uninstall
+
 .PHONY: cluster-services
 cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C; SERVICES_ARGS, e.g. --mariadb-port 3306)
 	$(WITH_KUBE_ASSETS) PATH="$$KUBE_ASSETS_DIR:$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \

@@ -4,7 +4,7 @@
     make cluster-up && export KUBECONFIG=/var/lib/c5c3-node/admin.kubeconfig
     make cluster-gateway        # installs it; the Gateway's address (host:port) is the last line
     python3 hack/gateway_tool.py --dry-run   # what it would build and install; nothing done
-    .venv/bin/python hack/gateway_tool.py --uninstall   # remove all of it (KUBE_ASSETS_DIR set)
+    make cluster-gateway-down   # remove all of it (hack/gateway_tool.py --uninstall)
 
 What it installs, each the way its users install it:
 
@@ -67,6 +67,15 @@ IMAGE_REPOSITORY = "localhost/c5c3-gateway"
 EG_NAMESPACE = "envoy-gateway-system"
 EG_RELEASE = "eg"
 CRDS_RELEASE = "eg-crds"
+# gateway-crds-helm's values for the Gateway API's standard channel and Envoy Gateway's CRDs
+CRDS_VALUES = (
+    "--set",
+    "crds.gatewayAPI.enabled=true",
+    "--set",
+    "crds.gatewayAPI.channel=standard",
+    "--set",
+    "crds.envoyGateway.enabled=true",
+)
 CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 NAMESPACE = "gateway-system"
 GATEWAY = "glance-gw"
@@ -534,17 +543,7 @@ def address(cluster: Cluster) -> str:
 def crds_manifest(cluster: Cluster, found: dict[str, Path]) -> str:
     """The Gateway API's standard channel and Envoy Gateway's CRDs, as gateway-crds-helm
     renders them."""
-    return cluster.helm(
-        "template",
-        CRDS_RELEASE,
-        str(found["gateway-crds-helm"]),
-        "--set",
-        "crds.gatewayAPI.enabled=true",
-        "--set",
-        "crds.gatewayAPI.channel=standard",
-        "--set",
-        "crds.envoyGateway.enabled=true",
-    )
+    return cluster.helm("template", CRDS_RELEASE, str(found["gateway-crds-helm"]), *CRDS_VALUES)
 
 
 def install(cluster: Cluster, refs: Images, work: Path, ca_dir: Path) -> str:

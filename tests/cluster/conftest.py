@@ -115,10 +115,12 @@ class DocShell:
         self.env[name] = done.stdout
 
     def _command(self, wanted: str, section: str) -> list[str]:
-        """``bash -c`` of the block's one command starting with ``wanted``, after the
+        """``bash -c`` of the block's one command that is ``wanted`` or starts with it, after the
         block's ``export`` lines (into the environment) and ``.`` lines (sourced first)."""
         commands = doc_commands(section)
-        found = [c for c in commands if c.startswith(wanted)]
+        found = [c for c in commands if c == wanted] or [
+            c for c in commands if c.startswith(wanted)
+        ]
         assert len(found) == 1, f"docs/cluster.md shows {len(found)} commands like {wanted!r}"
         command = found[0]
         sourced = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -103,4 +104,26 @@ def json_lines(text: str) -> list[dict[str, Any]]:
             continue
         if isinstance(entry, dict):
             out.append(entry)
+    return out
+
+
+def pod_cgroup_stats(uid: str) -> dict[str, float]:
+    """CPU seconds the pod's cgroup used (``cpu``) and was throttled (``throttled``), from
+    cgroup v1 (cpuacct and cpu hierarchies) or v2; what is not found is left out."""
+    name = f"pod{uid}"
+    out: dict[str, float] = {}
+    for top in ("/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"):
+        found = next((Path(d) for d, _, _ in os.walk(top) if Path(d).name == name), None)
+        if found is None:
+            continue
+        if (found / "cpuacct.usage").exists():  # v1, nanoseconds
+            out.setdefault("cpu", int((found / "cpuacct.usage").read_text()) / 1e9)
+        if (found / "cpu.stat").exists():
+            fields = dict(line.split() for line in (found / "cpu.stat").read_text().splitlines())
+            if "throttled_time" in fields:  # v1, nanoseconds
+                out.setdefault("throttled", int(fields["throttled_time"]) / 1e9)
+            if "throttled_usec" in fields:  # v2, microseconds
+                out.setdefault("throttled", int(fields["throttled_usec"]) / 1e6)
+            if "usage_usec" in fields:
+                out.setdefault("cpu", int(fields["usage_usec"]) / 1e6)
     return out
