@@ -24,8 +24,9 @@ to it from ``spec.gateway``, and the large-uploads how-to's claims checked throu
    the pod's staging volume byte for byte (its size and SHA-256 read in the pod), and
    deleting the image frees it.
 6. With ``staging.sizeLimit: 64Mi`` the same staged upload at 8 MiB/s gets the pod evicted
-   by the kubelet (``volume "staging" exceeds the limit``), the transfer dies with it, the
-   image never becomes active, and a new pod serves through the Gateway again.
+   by the kubelet (``volume "staging" exceeds the limit``; during the transfer, which dies
+   with it, or after its 204: the kubelet's usage figures lag), the image never becomes
+   active, and a new pod serves through the Gateway again.
 7. Removing ``spec.gateway`` deletes the route (``HTTPRouteNotRequired``) and the hostname
    stops routing (404 from the Gateway).
 
@@ -417,8 +418,9 @@ def test_a_staged_upload_past_a_64mi_bound_evicts_the_pod_and_the_api_recovers(
     node, gateway, routed, token, say
 ):
     """``staging.sizeLimit: 64Mi``: the same staged upload at 8 MiB/s goes past it, the
-    kubelet evicts the pod, the transfer dies with it, the image never becomes active, and
-    the Deployment brings the API back through the Gateway with nobody's help."""
+    kubelet evicts the pod (during the transfer, which dies with it, or just after it), the
+    image never becomes active, and the Deployment brings the API back through the Gateway
+    with nobody's help."""
     patch = json.dumps({"spec": {"staging": {"sizeLimit": "64Mi"}}})
     node.kubectl("-n", NAMESPACE, "patch", "glance", GLANCE, "--type=merge", "-p", patch)
 
@@ -442,7 +444,10 @@ def test_a_staged_upload_past_a_64mi_bound_evicts_the_pod_and_the_api_recovers(
         f"{sent.answer[:80]!r}); {victim}: {message}"
     )
     assert 'volume "staging" exceeds the limit' in message, message
-    assert sent.status != 204 and sent.sent < SIZE, sent
+    # Whether the eviction cuts the upload or comes after its 204 is the kubelet's timing:
+    # it reads the volume's usage from stats up to a minute old. Either way the bytes are
+    # gone with the pod, and the image is never active.
+    assert sent.status in (204, 502, 503, None), sent
 
     def recovered():
         pods = [p for p in live_pods(node) if p["metadata"]["name"] != victim]
