@@ -973,6 +973,17 @@ def test_a_widened_allow_list_with_pinned_hosts_earns_no_warning():
     assert len(judge({"importFiltering": dict(pinned, allowedHosts=[])})[1]) == 2
 
 
+def test_an_import_ca_bundle_without_a_download_method_earns_a_warning():
+    ca = {"importCABundleSecretRef": {"name": "mirror-ca"}}
+    assert judge(ca)[1] == []  # importMethods unset: web-download is on
+    assert judge(dict(ca, importMethods=["glance-download"]))[1] == []
+    assert judge(dict(ca, importMethods=["glance-direct", "copy-image"]))[1] == [
+        "spec.importCABundleSecretRef has no effect: spec.importMethods enables neither "
+        "web-download nor glance-download, the import methods that fetch over HTTPS"
+    ]
+    assert judge({"importMethods": ["copy-image"]})[1] == []
+
+
 def test_lowering_retention_warns_on_update_only():
     old = patched(GLANCE, {"spec": {"dbPurge": {"retentionDays": 30}}})
     ctx = AdmissionContext(operation="UPDATE", old=old)
@@ -1024,3 +1035,27 @@ def test_the_crd_judges_import_methods_with_the_field_named(methods, expected):
     assert verdict.allowed == (not expected)
     if not expected:
         assert verdict.object["spec"]["importMethods"] == methods
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        pytest.param({"name": "mirror-ca"}, [], id="named"),
+        pytest.param(
+            {"name": "Mirror_CA"},
+            [
+                'spec.importCABundleSecretRef.name: Invalid value: "Mirror_CA": '
+                "spec.importCABundleSecretRef.name in body should match "
+                "'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'"
+            ],
+            id="not-a-dns-subdomain",
+        ),
+        pytest.param({}, ["spec.importCABundleSecretRef.name: Required value"], id="unnamed"),
+    ],
+)
+def test_the_crd_judges_the_import_ca_bundle_reference_with_the_field_named(ref, expected):
+    verdict = full_judge(
+        load_crds()["Glance"], patched(GLANCE, {"spec": {"importCABundleSecretRef": ref}})
+    )
+    assert [m for m in verdict.messages() if not m.startswith("<nil>")] == expected
+    assert verdict.allowed == (not expected)

@@ -297,6 +297,34 @@ def test_an_s3_key_rotation_yields_a_new_backends_secret_and_a_deployment_apply(
     assert r.converge().writes == []
 
 
+def test_an_import_ca_bundle_is_waited_for_then_rolled_in_and_a_new_one_rolls_the_pods():
+    """spec.importCABundleSecretRef: while its Secret is missing nothing is written (the
+    running Deployment stays as it was); once there, the pods carry the bundle's digest,
+    and a new bundle rolls them again."""
+    r = converged()
+    edit_spec(r, {"importCABundleSecretRef": {"name": "mirror-ca"}})
+    waiting = r.run_pass(HEALTHY)
+    assert waiting.writes == [] and waiting.requeue_after == 15
+    assert reasons(r)[c.SECRETS_READY] == ("False", c.WAITING_FOR_IMPORT_CA_BUNDLE)
+    template = r.cluster.get("Deployment", "glance")["spec"]["template"]
+    assert "import-ca" not in {v["name"] for v in template["spec"]["volumes"]}
+
+    def annotation() -> str:
+        meta = r.cluster.get("Deployment", "glance")["spec"]["template"]["metadata"]
+        return meta["annotations"]["glance.c5c3.io/import-ca-hash"]
+
+    with_inputs(r, secrets=[*default_secrets(), secret("mirror-ca", **{"ca.crt": "PEM one"})])
+    rolled = r.run_pass(HEALTHY)
+    assert writes(rolled)[-1] == ("apply", "Deployment", "glance", "changed")
+    assert reasons(r)[c.SECRETS_READY] == ("True", c.SECRETS_AVAILABLE)
+    first = annotation()
+    r.converge()
+    with_inputs(r, secrets=[*default_secrets(), secret("mirror-ca", **{"ca.crt": "PEM two"})])
+    again = r.run_pass(HEALTHY)
+    assert writes(again)[-1] == ("apply", "Deployment", "glance", "changed")
+    assert annotation() != first
+
+
 ARCHIVE_SECRET = secret("glance-s3-archive", **{"access-key-id": "a", "secret-access-key": "x\ny"})
 
 

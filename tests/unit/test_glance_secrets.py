@@ -115,6 +115,18 @@ GATE_CASES = [
         "WaitingForServiceUserCredentials",
         "Service-user credentials Secret exists but is missing expected keys: openstack/glance-service-user lacks token; it must carry the data key token",
     ),
+    (
+        SECRETS,
+        {"spec": {"importCABundleSecretRef": {"name": "mirror-ca"}}},
+        "WaitingForImportCABundle",
+        "spec.importCABundleSecretRef: Import CA bundle Secret openstack/mirror-ca not found yet; it must carry the data key ca.crt",
+    ),
+    (
+        {**SECRETS, "mirror-ca": {"tls.crt": "x", "ca.crt": ""}},
+        {"spec": {"importCABundleSecretRef": {"name": "mirror-ca"}}},
+        "WaitingForImportCABundle",
+        "spec.importCABundleSecretRef: Import CA bundle Secret exists but is missing expected keys: openstack/mirror-ca lacks ca.crt (empty); it must carry the data key ca.crt",
+    ),
 ]
 
 
@@ -130,6 +142,8 @@ GATE_CASES = [
         "a missing service-user Secret waits for service-user credentials",
         "a service-user Secret without the key waits",
         "a custom service-user key is the one required",
+        "a missing import CA Secret waits, naming the field",
+        "an import CA Secret with an empty ca.crt waits",
     ],
 )
 def test_the_gate_waits_naming_the_secret_and_the_keys(secrets, patch, reason, message):
@@ -146,6 +160,17 @@ def test_a_custom_service_user_key_is_the_password_digested():
     glance = stored({"spec": {"serviceUser": {"secretRef": {"key": "token"}}}})
     gate = gate_secrets(glance, {"glance-db": DB, "glance-service-user": {"token": "t0k"}})
     assert gate.authtoken_digest == hashlib.sha256(b"t0k").hexdigest()
+
+
+def test_the_import_ca_bundle_is_digested_and_a_new_bundle_changes_the_digest():
+    glance = stored({"spec": {"importCABundleSecretRef": {"name": "mirror-ca"}}})
+    first = gate_secrets(glance, {**SECRETS, "mirror-ca": {"ca.crt": "PEM one"}})
+    assert first.ready and first.import_ca_digest == hashlib.sha256(b"PEM one").hexdigest()
+    second = gate_secrets(glance, {**SECRETS, "mirror-ca": {"ca.crt": "PEM two"}})
+    assert second.import_ca_digest not in (None, first.import_ca_digest)
+    assert (
+        gate_secrets(stored(), {**SECRETS, "mirror-ca": {"ca.crt": "x"}}).import_ca_digest is None
+    )
 
 
 def test_a_rotated_service_password_changes_the_authtoken_digest():

@@ -59,6 +59,12 @@ def test_a_glance_pass_reads_its_secrets_the_policy_configmap_and_what_it_owns()
     assert all(r.namespace == "openstack" for r in reads)
 
 
+def test_the_import_ca_bundle_secret_is_read_and_watched_with_the_credentials():
+    glance = patched(GLANCE, {"spec": {"importCABundleSecretRef": {"name": "mirror-ca"}}})
+    assert pr.referenced_secrets(glance, []) == ["glance-db", "glance-service-user", "mirror-ca"]
+    assert pr.referenced_secrets(GLANCE, []) == ["glance-db", "glance-service-user"]
+
+
 def test_without_the_gateway_api_no_route_is_read():
     reads = pr.owned_reads("glance", "openstack", gateway_api=False)
     assert "HTTPRoute" not in {r.kind for r in reads}

@@ -529,10 +529,40 @@ def test_the_full_deployment_carries_the_sample_knobs(renders):
         "tasks-work",
         "db-tls",
         "image-cache",
+        "import-ca",
         "tmp",
     ]
     assert pod["volumes"][2]["emptyDir"] == {"sizeLimit": "40Gi"}
     assert pod["volumes"][4]["projected"]["defaultMode"] == 0o400
+
+
+def test_the_import_ca_bundle_is_the_api_containers_ssl_cert_file_and_nothing_else(renders):
+    """spec.importCABundleSecretRef: the key ca.crt, mounted whole (no subPath: the kubelet's
+    updates of the Secret reach the file), named by SSL_CERT_FILE in the API container only;
+    the minimal sample, which does not set it, has neither."""
+    deployment = next(o for o in renders["full"].manifests if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    api, sidecar = pod["containers"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "import-ca")
+    assert volume["secret"] == {
+        "secretName": "image-mirror-ca",
+        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+        "defaultMode": 0o444,
+    }
+    mount = next(m for m in api["volumeMounts"] if m["name"] == "import-ca")
+    assert mount == {"name": "import-ca", "mountPath": "/etc/glance/import-ca/", "readOnly": True}
+    env = {e["name"]: e for e in api["env"]}
+    assert env["SSL_CERT_FILE"] == {
+        "name": "SSL_CERT_FILE",
+        "value": "/etc/glance/import-ca/ca.crt",
+    }
+    assert "SSL_CERT_FILE" not in {e["name"] for e in sidecar.get("env", [])}
+    assert "import-ca" not in {m["name"] for m in sidecar.get("volumeMounts", [])}
+    minimal = next(o for o in renders["minimal"].manifests if o["kind"] == "Deployment")
+    minimal_pod = minimal["spec"]["template"]["spec"]
+    assert "import-ca" not in {v["name"] for v in minimal_pod["volumes"]}
+    for container in minimal_pod["containers"]:
+        assert "SSL_CERT_FILE" not in {e["name"] for e in container.get("env", [])}
 
 
 def test_the_full_network_policy_has_keystone_egress_and_the_additional_rule_last(renders):

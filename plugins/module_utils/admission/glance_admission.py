@@ -62,6 +62,8 @@ OUTPUT_FORMATS = ("qcow2", "raw", "vmdk")
 # The import methods spec.importMethods accepts, in the order they are rendered: glance's
 # own default order, then glance-download.
 IMPORT_METHODS = ("glance-direct", "web-download", "copy-image", "glance-download")
+# The methods that fetch over HTTPS, the ones spec.importCABundleSecretRef serves.
+DOWNLOAD_IMPORT_METHODS = ("web-download", "glance-download")
 FILTER_SCHEMES = ("http", "https")
 FILTER_LIST_MAX = 64
 HOST_MAX = 253
@@ -797,6 +799,19 @@ def warn_import_filtering(spec: Mapping[str, Any]) -> list[str]:
     return warnings
 
 
+def warn_import_ca_unused(spec: Mapping[str, Any]) -> list[str]:
+    """The import CA bundle serves the download methods only: set without either, it is inert."""
+    methods = spec.get("importMethods")
+    if not spec.get("importCABundleSecretRef") or methods is None:
+        return []
+    if set(methods) & set(DOWNLOAD_IMPORT_METHODS):
+        return []
+    return [
+        "spec.importCABundleSecretRef has no effect: spec.importMethods enables neither "
+        "web-download nor glance-download, the import methods that fetch over HTTPS"
+    ]
+
+
 def warn_retention_lowered(spec: Mapping[str, Any], ctx: AdmissionContext) -> list[str]:
     if not ctx.is_update:
         return []
@@ -823,4 +838,10 @@ def validate_glance(
         errors.extend(rule(spec, ctx, meta))
     catalog_errors, warnings = check_option_catalog(spec, ctx, meta)
     errors.extend(catalog_errors)
-    return errors, warn_import_filtering(spec) + warn_retention_lowered(spec, ctx) + warnings
+    return (
+        errors,
+        warn_import_filtering(spec)
+        + warn_import_ca_unused(spec)
+        + warn_retention_lowered(spec, ctx)
+        + warnings,
+    )

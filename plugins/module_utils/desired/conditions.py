@@ -44,6 +44,8 @@ READY_PARTS = (
 SECRETS_AVAILABLE = "SecretsAvailable"
 WAITING_FOR_DB_CREDENTIALS = "WaitingForDBCredentials"
 WAITING_FOR_SERVICE_USER_CREDENTIALS = "WaitingForServiceUserCredentials"
+# spec.importCABundleSecretRef names a Secret that is not there or lacks ca.crt.
+WAITING_FOR_IMPORT_CA_BUNDLE = "WaitingForImportCABundle"
 SECRET_STORE_NOT_READY = "SecretStoreNotReady"
 CONFIG_ERROR = "ConfigError"
 # The target cluster spec.targetClusterRef names cannot be resolved or does not answer

@@ -48,6 +48,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.conditions imp
     SECRETS_AVAILABLE,
     SECRETS_READY,
     WAITING_FOR_DB_CREDENTIALS,
+    WAITING_FOR_IMPORT_CA_BUNDLE,
     WAITING_FOR_SERVICE_USER_CREDENTIALS,
     condition,
 )
@@ -60,6 +61,7 @@ DB_USERNAME_KEY = "username"
 DB_PASSWORD_KEY = "password"
 DB_KEYS = (DB_USERNAME_KEY, DB_PASSWORD_KEY)
 DEFAULT_SERVICE_USER_KEY = "password"
+IMPORT_CA_KEY = "ca.crt"
 
 DEFAULT_DB_PORT = 3306
 DB_TLS_MOUNT_PATH = "/etc/glance/db-tls/"
@@ -135,12 +137,14 @@ class SecretsGate:
     """The outcome of the Secrets step.
 
     ``condition`` is ``SecretsReady``; ``authtoken_digest`` is the hex SHA-256 of the
-    service-user password when the gate passed, else None; ``requeue_after`` is the
-    polling interval in seconds while waiting, else None.
+    service-user password when the gate passed, else None; ``import_ca_digest`` that of
+    the import CA bundle when ``spec.importCABundleSecretRef`` is set and the gate passed;
+    ``requeue_after`` is the polling interval in seconds while waiting, else None.
     """
 
     condition: dict[str, str]
     authtoken_digest: str | None = None
+    import_ca_digest: str | None = None
     requeue_after: int | None = None
 
     @property
@@ -272,9 +276,26 @@ def gate_secrets(
             condition(SECRETS_READY, False, WAITING_FOR_SERVICE_USER_CREDENTIALS, message),
             requeue_after=SECRET_POLL_SECONDS,
         )
+    ca_name = (spec.get("importCABundleSecretRef") or {}).get("name")
+    ca_data = secrets.get(ca_name) if ca_name else None
+    if ca_name:
+        message = credential_gate_message(
+            "Import CA bundle", namespace, ca_name, ca_data, (IMPORT_CA_KEY,)
+        )
+        if message is not None:
+            return SecretsGate(
+                condition(
+                    SECRETS_READY,
+                    False,
+                    WAITING_FOR_IMPORT_CA_BUNDLE,
+                    f"spec.importCABundleSecretRef: {message}",
+                ),
+                requeue_after=SECRET_POLL_SECONDS,
+            )
     return SecretsGate(
         condition(SECRETS_READY, True, SECRETS_AVAILABLE, SECRETS_AVAILABLE_MESSAGE),
         authtoken_digest=sha256_hex((su_data or {})[su_key]),
+        import_ca_digest=sha256_hex(ca_data[IMPORT_CA_KEY]) if ca_data else None,
     )
 
 

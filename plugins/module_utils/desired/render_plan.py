@@ -355,6 +355,7 @@ def build_plan(
         dsn=dsn,
         dsn_digest=dsn_digest(dsn) if dsn else None,
         authtoken_digest=gate.authtoken_digest,
+        import_ca_digest=gate.import_ca_digest,
         s3_hosts=projection.s3_hosts,
         image_cache_max_size=image_cache_max_size(spec),
         owner=owner_of(glance),

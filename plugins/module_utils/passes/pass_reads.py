@@ -78,12 +78,14 @@ def _selector(labels: Mapping[str, str]) -> str:
 
 
 def referenced_secrets(glance: Mapping[str, Any], backends: Iterable[Mapping[str, Any]]) -> list:
-    """The Secret names the pass reads: database and service-user credentials, and the S3
-    credentials of every backend attached to this Glance. Sorted, without repeats."""
+    """The Secret names the pass reads: database and service-user credentials, the import
+    CA bundle, and the S3 credentials of every backend attached to this Glance. Sorted,
+    without repeats."""
     spec = _spec(glance)
     names = {
         ((spec.get("database") or {}).get("secretRef") or {}).get("name"),
         ((spec.get("serviceUser") or {}).get("secretRef") or {}).get("name"),
+        (spec.get("importCABundleSecretRef") or {}).get("name"),
     }
     names |= {credentials_secret(b) for b in backends if is_attached(b, glance)}
     return sorted(n for n in names if n)

@@ -20,6 +20,10 @@ POLICY_PATH = CONFIG_DIR + POLICY_YAML
 STAGING_DIR = "/var/lib/glance/staging"
 TASKS_WORK_DIR = "/var/lib/glance/tasks-work"
 IMAGE_CACHE_DIR = "/var/lib/glance/image-cache"
+#: spec.importCABundleSecretRef's certificates, the file SSL_CERT_FILE names in the API
+#: container (docs/import.md, "Sources behind a private CA").
+IMPORT_CA_DIR = "/etc/glance/import-ca/"
+IMPORT_CA_PATH = IMPORT_CA_DIR + "ca.crt"
 #: The Python of the image's environment (images/glance). Under uWSGI ``sys.executable`` is
 #: not that interpreter, so the image_conversion plugin, which runs ``qemu-img`` through
 #: ``python -m oslo_concurrency.prlimit``, must be told (glance's ``[wsgi]

@@ -20,6 +20,8 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.glance_admis
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paths import (
     BACKENDS_DIR,
     CONFIG_DIR,
+    IMPORT_CA_DIR,
+    IMPORT_CA_PATH,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.paths import (
     IMAGE_CACHE_DIR as IMAGE_CACHE_PATH,
@@ -38,6 +40,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metada
     COMPONENT_API,
     COMPONENT_LABEL,
     DB_CONNECTION_HASH_ANNOTATION,
+    IMPORT_CA_HASH_ANNOTATION,
     JOB_NAME_LABEL,
     Artifacts,
     _metadata,
@@ -53,6 +56,8 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods i
     CONFIG_VOLUME,
     DB_TLS_VOLUME,
     IMAGE_CACHE_VOLUME,
+    IMPORT_CA_VOLUME,
+    SSL_CERT_FILE_ENV,
     STAGING_VOLUME,
     TASKS_VOLUME,
     TMP_PATH,
@@ -62,6 +67,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods i
     _db_connection_env,
     _db_tls_volume,
     _empty_dir,
+    _import_ca_volume,
     _mount,
     _pod,
     _secret_env,
@@ -69,6 +75,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods i
     db_tls_enabled,
     image_cache_size_limit,
     image_reference,
+    import_ca_secret,
     self_reference_env,
     staging_size_limit,
 )
@@ -204,6 +211,8 @@ def _pod_annotations(artifacts: Artifacts) -> dict[str, str]:
         annotations[DB_CONNECTION_HASH_ANNOTATION] = artifacts.dsn_digest
     if artifacts.authtoken_digest:
         annotations[AUTHTOKEN_HASH_ANNOTATION] = artifacts.authtoken_digest
+    if artifacts.import_ca_digest:
+        annotations[IMPORT_CA_HASH_ANNOTATION] = artifacts.import_ca_digest
     return annotations
 
 
@@ -240,6 +249,7 @@ def deployment(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any
     size = staging_size_limit(spec)
     cache_on = spec.get("imageCache") is not None
     tls_on = db_tls_enabled(spec)
+    import_ca = import_ca_secret(spec)
 
     volumes = [
         _config_volume(artifacts),
@@ -259,6 +269,9 @@ def deployment(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any
     if cache_on:
         volumes.append(_empty_dir(IMAGE_CACHE_VOLUME, image_cache_size_limit(spec)))
         mounts.append(_mount(IMAGE_CACHE_VOLUME, IMAGE_CACHE_PATH))
+    if import_ca:
+        volumes.append(_import_ca_volume(import_ca))
+        mounts.append(_mount(IMPORT_CA_VOLUME, IMPORT_CA_DIR, read_only=True))
     volumes.append(_tmp_volume())
     mounts.append(_mount(TMP_VOLUME, TMP_PATH))
 
@@ -276,6 +289,7 @@ def deployment(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any
                 user["secretRef"].get("key") or DEFAULT_SECRET_KEY,
             ),
             *self_reference_env(),
+            *([{"name": SSL_CERT_FILE_ENV, "value": IMPORT_CA_PATH}] if import_ca else []),
         ],
         ports=[{"name": API_PORT_NAME, "containerPort": API_PORT, "protocol": "TCP"}],
         resources=knobs.get("resources") or {},

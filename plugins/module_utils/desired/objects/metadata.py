@@ -44,6 +44,9 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 POD_SPEC_HASH_ANNOTATION = "cobaltcore.c5c3.io/pod-spec-hash"
 DB_CONNECTION_HASH_ANNOTATION = "glance.c5c3.io/db-connection-hash"
 AUTHTOKEN_HASH_ANNOTATION = "glance.c5c3.io/authtoken-hash"
+# The SHA-256 of spec.importCABundleSecretRef's ca.crt: a new bundle rolls the API pods,
+# as each uWSGI worker's urllib keeps the TLS context of its first download.
+IMPORT_CA_HASH_ANNOTATION = "glance.c5c3.io/import-ca-hash"
 
 # --- names -------------------------------------------------------------------------------
 CONFIG_SUFFIX = "-config"
@@ -78,6 +81,7 @@ class Artifacts:
     s3_hosts: Sequence[str]
     image_cache_max_size: int | None
     owner: Mapping[str, str]
+    import_ca_digest: str | None = None
 
 
 # ---------------------------------------------------------------------------------------

@@ -48,6 +48,13 @@ TLS_CA_FILE = "ca.crt"
 TLS_CERT_FILE = "tls.crt"
 TLS_KEY_FILE = "tls.key"
 DB_TLS_DEFAULT_MODE = 0o400  # owner read only; 256 in JSON
+# The download import methods (web-download, glance-download) fetch with urllib and
+# Python's default TLS context, which OpenSSL fills from SSL_CERT_FILE and its certificate
+# directory: the file is spec.importCABundleSecretRef's bundle, the directory stays the
+# image's system store (/usr/lib/ssl/certs), so both are trusted. keystoneauth (requests,
+# certifi's bundle), boto3 and PyMySQL (an explicit CA) do not read it.
+SSL_CERT_FILE_ENV = "SSL_CERT_FILE"
+IMPORT_CA_DEFAULT_MODE = 0o444  # a CA bundle is public; 292 in JSON
 TLS_DISABLED_MODES = ("", "disabled")
 
 # --- volumes -----------------------------------------------------------------------------
@@ -56,6 +63,7 @@ BACKENDS_VOLUME = "backends"
 STAGING_VOLUME = "staging"
 TASKS_VOLUME = "tasks-work"
 DB_TLS_VOLUME = "db-tls"
+IMPORT_CA_VOLUME = "import-ca"
 IMAGE_CACHE_VOLUME = "image-cache"
 TMP_VOLUME = "tmp"
 DEFAULT_STAGING_SIZE = "10Gi"
@@ -151,6 +159,25 @@ def _db_tls_volume(spec: Mapping[str, Any]) -> dict[str, Any]:
                     }
                 },
             ],
+        },
+    }
+
+
+def import_ca_secret(spec: Mapping[str, Any]) -> str | None:
+    """The Secret of ``spec.importCABundleSecretRef``; None when unset."""
+    return (spec.get("importCABundleSecretRef") or {}).get("name") or None
+
+
+def _import_ca_volume(secret: str) -> dict[str, Any]:
+    """The key ca.crt of the import CA Secret, readable by the Glance user. A new bundle
+    rolls the pods (the pod template's import-ca-hash annotation): each uWSGI worker's
+    urllib builds its TLS context once, at its first download, and keeps it."""
+    return {
+        "name": IMPORT_CA_VOLUME,
+        "secret": {
+            "secretName": secret,
+            "items": [{"key": TLS_CA_FILE, "path": TLS_CA_FILE}],
+            "defaultMode": IMPORT_CA_DEFAULT_MODE,
         },
     }
 

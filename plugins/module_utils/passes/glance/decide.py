@@ -243,6 +243,7 @@ def _decide(
         c.SECRET_STORE_NOT_READY,
         c.WAITING_FOR_DB_CREDENTIALS,
         c.WAITING_FOR_SERVICE_USER_CREDENTIALS,
+        c.WAITING_FOR_IMPORT_CA_BUNDLE,
     ):
         p.set(dict(secrets), REQUEUE_SECRETS)
         for type_ in (c.BACKENDS_READY, c.EXTRA_CONFIG_HEALTHY):
