@@ -23,11 +23,20 @@ to it from ``spec.gateway``, and the large-uploads how-to's claims checked throu
 5. glance-direct's staged upload through the Gateway: 512 MiB ``PUT .../stage`` lands on
    the pod's staging volume byte for byte (its size and SHA-256 read in the pod), and
    deleting the image frees it.
-6. With ``staging.sizeLimit: 64Mi`` the same staged upload at 8 MiB/s gets the pod evicted
+6. web-download through the Gateway from an HTTPS mirror on the node whose certificate
+   chains to a CA of the test's own: before ``spec.importCABundleSecretRef`` the pod
+   refuses the mirror's certificate (the mirror sees ``TLSV1_ALERT_UNKNOWN_CA`` from the
+   pod) and the image is not imported; with the bundle the pods roll (the template
+   carries its digest), the import answers 202 and the image is active with the mirror's
+   bytes (SHA-256 read back through the Gateway), the image's system CAs still in the
+   pod's default verify paths; a URI the import filter refuses answers 400 and never
+   reaches the mirror. (This node enforces no NetworkPolicy: the ``additionalEgress`` half
+   of the how-to is not checked here.)
+7. With ``staging.sizeLimit: 64Mi`` the same staged upload at 8 MiB/s gets the pod evicted
    by the kubelet (``volume "staging" exceeds the limit``; during the transfer, which dies
    with it, or after its 204: the kubelet's usage figures lag), the image never becomes
    active, and a new pod serves through the Gateway again.
-7. Removing ``spec.gateway`` deletes the route (``HTTPRouteNotRequired``) and the hostname
+8. Removing ``spec.gateway`` deletes the route (``HTTPRouteNotRequired``) and the hostname
    stops routing (404 from the Gateway).
 
 The module runs after test_operator.py (the kustomize install it shares) and removes the
@@ -37,6 +46,7 @@ and the routes' status and the namespace's events.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -49,6 +59,7 @@ from e2e.stack import DEMO_PASSWORD
 
 from cluster.conftest import wait_until
 from cluster.gateway_client import Gateway, paced_download, paced_upload
+from cluster.https_source import HttpsSource
 from cluster.objects import (
     apply,
     conditions,
@@ -78,6 +89,11 @@ ENVOY_DEFAULT_TIMEOUT = 15  # seconds: Envoy's route timeout where the route set
 READY_TIMEOUT = 600
 FIGURE_SIZE = 128 * 2**20  # test_transfer.py's image
 FIGURE_ROUNDS = 3
+MIRROR_SIZE = 48 * 2**20
+MIRROR_PATH = "/mirror/image.raw"
+IMPORT_CA_SECRET = "mirror-ca"
+IMPORT_CA_FILE = "/etc/glance/import-ca/ca.crt"
+IMPORT_TIMEOUT = 300
 
 
 def glance(node) -> dict[str, Any]:
@@ -402,6 +418,144 @@ def test_a_512_mib_staged_upload_lands_whole_in_staging_and_goes_with_the_image(
     assert image_id not in listed, listed
 
 
+@pytest.fixture(scope="module")
+def mirror(node):
+    """An HTTPS mirror on the node's address, under a CA no image trusts."""
+    source = HttpsSource(node.layout.node_ip, MIRROR_PATH, os.urandom(MIRROR_SIZE))
+    yield source
+    source.stop()
+
+
+def patch_glance(node, spec: dict[str, Any]) -> None:
+    patch = json.dumps({"spec": spec})
+    node.kubectl("-n", NAMESPACE, "patch", "glance", GLANCE, "--type=merge", "-p", patch)
+
+
+def settled(node, gateway, what: str, check=lambda pod: True) -> dict[str, Any]:
+    """The one live API pod once the operator has acted on the Glance's generation, the
+    Glance is Ready, the pod Ready and passing ``check``, and the API serves through the
+    Gateway."""
+
+    def done():
+        found = glance(node)
+        pods = live_pods(node)
+        if (
+            found.get("status", {}).get("observedGeneration") == found["metadata"]["generation"]
+            and conditions(found).get("Ready", {}).get("status") == "True"
+            and len(pods) == 1
+            and pod_ready(pods[0])
+            and check(pods[0])
+            and gateway.request(HOSTNAME, "GET", "/healthcheck") == (200, b"OK")
+        ):
+            return pods[0]
+        return None
+
+    return wait_until(what, done, READY_TIMEOUT, 2)
+
+
+def web_download(gateway: Gateway, token: str, image_id: str, uri: str) -> tuple[int, bytes]:
+    body = {"method": {"name": "web-download", "uri": uri}}
+    return gateway.request(
+        HOSTNAME, "POST", f"/v2/images/{image_id}/import", body, {"X-Auth-Token": token}
+    )
+
+
+def test_web_download_from_a_private_ca_lands_once_the_import_ca_bundle_is_given(
+    node, gateway, routed, token, mirror, say
+):
+    """The mirror's certificate chains to a CA only spec.importCABundleSecretRef carries:
+    without it the pod refuses the mirror, with it the import lands whole."""
+    node_ip = node.layout.node_ip
+    patch_glance(
+        node, {"importFiltering": {"allowedHosts": [node_ip], "allowedPorts": [mirror.port]}}
+    )
+    settled(node, gateway, "the pod rolled with the mirror allowed by the import filter")
+
+    refused_id = new_image(gateway, token, "mirror-untrusted")
+    status, body = web_download(gateway, token, refused_id, mirror.url)
+    assert status == 202, body
+
+    def given_up():
+        found = image(gateway, token, refused_id)
+        if mirror.seen.refused and "os_glance_import_task" not in found:
+            return found
+        return None
+
+    untrusted = wait_until("the import without the bundle ended", given_up, IMPORT_TIMEOUT, 2)
+    say(f"[gateway] web-download without the bundle: image {untrusted['status']}, the mirror "
+        f"saw {mirror.seen.refused}, served {mirror.seen.served}")  # fmt: skip
+    assert untrusted["status"] != "active", untrusted
+    assert mirror.seen.served == [], mirror.seen
+    assert all("UNKNOWN_CA" in reason for _, reason in mirror.seen.refused), mirror.seen
+
+    ca = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": IMPORT_CA_SECRET, "namespace": NAMESPACE},
+        "stringData": {"ca.crt": mirror.ca_pem.decode()},
+    }
+    apply(node, [ca])
+    patch_glance(node, {"importCABundleSecretRef": {"name": IMPORT_CA_SECRET}})
+    digest = hashlib.sha256(mirror.ca_pem).hexdigest()
+
+    def carries_the_bundle(pod):
+        annotations = pod["metadata"].get("annotations") or {}
+        return annotations.get("glance.c5c3.io/import-ca-hash") == digest
+
+    pod = settled(node, gateway, "the pod rolled with the import CA bundle", carries_the_bundle)
+    name = pod["metadata"]["name"]
+    paths = in_pod(node, name, "python", "-c", VERIFY_PATHS).split()
+    say(f"[gateway] {name}: default verify file {paths[0]}, {paths[2]} entries in {paths[1]}")
+    assert paths[0] == IMPORT_CA_FILE, paths
+    assert int(paths[2]) > 100, paths  # the image's system CAs (ca-certificates) stay trusted
+
+    image_id = new_image(gateway, token, "mirror-trusted")
+    status, body = web_download(gateway, token, image_id, mirror.url)
+    assert status == 202, body
+
+    def active():
+        found = image(gateway, token, image_id)
+        assert not found.get("os_glance_failed_import"), found
+        return found if found["status"] == "active" else None
+
+    landed = wait_until("the web-download image active", active, IMPORT_TIMEOUT, 2)
+    size, sha256, seconds = gateway.download(HOSTNAME, token, image_id)
+    say(f"[gateway] web-download with the bundle: {landed['status']}, {landed['size']} bytes; "
+        f"read back through the Gateway in {seconds:.1f} s")  # fmt: skip
+    assert landed["size"] == size == MIRROR_SIZE
+    assert sha256 == hashlib.sha256(mirror.payload).hexdigest()
+    assert landed["os_hash_value"] == hashlib.sha512(mirror.payload).hexdigest()
+    for each in (refused_id, image_id):
+        gateway.request(HOSTNAME, "DELETE", f"/v2/images/{each}", headers={"X-Auth-Token": token})
+
+
+VERIFY_PATHS = (
+    "import os, ssl; p = ssl.get_default_verify_paths(); "
+    "print(p.cafile, p.capath, len(os.listdir(p.capath)))"
+)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        pytest.param("http://{ip}:{port}/mirror/refused", id="scheme"),
+        pytest.param("https://{ip}:{other}/mirror/refused", id="port"),
+        pytest.param("https://127.0.0.1:{port}/mirror/refused", id="host"),
+    ],
+)
+def test_a_uri_the_import_filter_refuses_answers_400_and_never_reaches_the_mirror(
+    node, gateway, routed, token, mirror, uri
+):
+    seen = (len(mirror.seen.refused), len(mirror.seen.served))
+    image_id = new_image(gateway, token, "mirror-filtered")
+    refused = uri.format(ip=node.layout.node_ip, port=mirror.port, other=mirror.port + 1)
+    status, body = web_download(gateway, token, image_id, refused)
+    assert status == 400, body
+    assert image(gateway, token, image_id)["status"] == "queued"
+    assert (len(mirror.seen.refused), len(mirror.seen.served)) == seen
+    gateway.request(HOSTNAME, "DELETE", f"/v2/images/{image_id}", headers={"X-Auth-Token": token})
+
+
 def staging_bound(pod: dict[str, Any]) -> str | None:
     volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
     return (volumes.get("staging", {}).get("emptyDir") or {}).get("sizeLimit")
@@ -421,8 +575,7 @@ def test_a_staged_upload_past_a_64mi_bound_evicts_the_pod_and_the_api_recovers(
     kubelet evicts the pod (during the transfer, which dies with it, or just after it), the
     image never becomes active, and the Deployment brings the API back through the Gateway
     with nobody's help."""
-    patch = json.dumps({"spec": {"staging": {"sizeLimit": "64Mi"}}})
-    node.kubectl("-n", NAMESPACE, "patch", "glance", GLANCE, "--type=merge", "-p", patch)
+    patch_glance(node, {"staging": {"sizeLimit": "64Mi"}})
 
     def bounded():
         pods = live_pods(node)
