@@ -453,6 +453,12 @@ def settled(node, gateway, what: str, check=lambda pod: True) -> dict[str, Any]:
     return wait_until(what, done, READY_TIMEOUT, 2)
 
 
+def config_map(pod: dict[str, Any]) -> str:
+    """The content-addressed configuration ConfigMap the pod mounts."""
+    volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+    return volumes["config"]["configMap"]["name"]
+
+
 def web_download(gateway: Gateway, token: str, image_id: str, uri: str) -> tuple[int, bytes]:
     body = {"method": {"name": "web-download", "uri": uri}}
     return gateway.request(
@@ -466,10 +472,16 @@ def test_web_download_from_a_private_ca_lands_once_the_import_ca_bundle_is_given
     """The mirror's certificate chains to a CA only spec.importCABundleSecretRef carries:
     without it the pod refuses the mirror, with it the import lands whole."""
     node_ip = node.layout.node_ip
+    [before] = [config_map(p) for p in live_pods(node)]
     patch_glance(
         node, {"importFiltering": {"allowedHosts": [node_ip], "allowedPorts": [mirror.port]}}
     )
-    settled(node, gateway, "the pod rolled with the mirror allowed by the import filter")
+    settled(
+        node,
+        gateway,
+        "the pod rolled with the mirror allowed by the import filter",
+        lambda pod: config_map(pod) != before,
+    )
 
     refused_id = new_image(gateway, token, "mirror-untrusted")
     status, body = web_download(gateway, token, refused_id, mirror.url)
