@@ -138,11 +138,11 @@ images: ## Build the operator image and the Glance image of each GLANCE_RELEASES
 	  --python $(PYTHON312) $(GLANCE_RELEASES)
 
 # The one-node cluster (hack/node_cluster.py, docs/cluster.md): the Kubernetes binaries of
-# `make kube-assets` (or KUBE_ASSETS_DIR), Debian's containerd, runc, CNI plugins, iptables
-# and conntrack; as root.
+# `make kube-assets` (or KUBE_ASSETS_DIR), Debian's containerd, runc, CNI plugins, iptables,
+# ipset and conntrack; as root.
 NODE_CLUSTER := $(BIN)/python hack/node_cluster.py
 .PHONY: cluster-packages
-cluster-packages: ## Install the Debian packages the one-node cluster needs (containerd, runc, CNI plugins, iptables, conntrack)
+cluster-packages: ## Install the Debian packages the one-node cluster needs (containerd, runc, CNI plugins, iptables, ipset, conntrack)
 	@python3 hack/node_cluster.py install-packages
 
 .PHONY: cluster-up
@@ -172,6 +172,16 @@ cluster-gateway: venv docker-engine ## Install Envoy Gateway and the Gateway gla
 .PHONY: cluster-gateway-down
 cluster-gateway-down: venv ## Remove what `make cluster-gateway` installed (the Gateway, Envoy Gateway, the CRDs, CoreDNS)
 	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/gateway_tool.py --uninstall
+
+# NetworkPolicy enforced on the node (hack/netpol_tool.py, docs/cluster.md): kube-router's
+# network policy controller of hack/netpol/go.mod, alone (no routing, no service proxy).
+.PHONY: cluster-netpol
+cluster-netpol: venv docker-engine ## Enforce NetworkPolicy on the one-node cluster (kube-router's firewall); says so last
+	@$(WITH_KUBE_ASSETS) $(BIN)/python hack/netpol_tool.py
+
+.PHONY: cluster-netpol-down
+cluster-netpol-down: venv ## Remove what `make cluster-netpol` installed, its iptables chains and ipsets
+	@$(WITH_KUBE_ASSETS) $(BIN)/python hack/netpol_tool.py --uninstall
 
 .PHONY: cluster-services
 cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C; SERVICES_ARGS, e.g. --mariadb-port 3306)

@@ -22,6 +22,7 @@ PROGRAMS = {
     "runc": "runc",
     "iptables": "iptables",
     "conntrack": "conntrack",
+    "ipset": "ipset",  # `make cluster-netpol-down` removes kube-router's sets with it
     "ip": "iproute2",
     "gcc": "gcc",
 }

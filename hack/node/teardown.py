@@ -38,7 +38,8 @@ class Teardown(NodeBase):
             run([self._bin("kube-proxy"), "--cleanup"], check=False)
         # What kube-proxy leaves and the kubelet made (KUBE-FIREWALL, KUBE-KUBELET-CANARY),
         # and the node's own chain.
-        chains = _remove_chains(lambda chain: chain.startswith("KUBE-") or chain == FORWARD_CHAIN)
+        chains = remove_chains(lambda chain: chain.startswith("KUBE-") or chain == FORWARD_CHAIN)
+        destroy_ipsets(NETPOL_IPSET_PREFIXES)  # a killed run's `make cluster-netpol`
         unmounted = _unmount_under(self.workdir, self.layout.run_dir)
         # The kubelet links every container's log into /var/log/containers.
         for link in Path("/var/log/containers").glob("*.log"):
@@ -93,7 +94,28 @@ def _remove_cgroup_tree(name: str) -> None:
                 time.sleep(0.1)
 
 
-def _remove_chains(ours: Callable[[str], bool]) -> int:
+# The ipsets of the NetworkPolicy controller `make cluster-netpol` runs (kube-router's).
+NETPOL_IPSET_PREFIXES = ("KUBE-SRC-", "KUBE-DST-")
+
+
+def destroy_ipsets(prefixes: tuple[str, ...]) -> int:
+    """Destroy the ipsets whose names start with one of ``prefixes`` (none where the node
+    has no ``ipset``); how many. Run after the chains that use them are gone."""
+    if shutil.which("ipset") is None:
+        return 0
+    names = run(["ipset", "list", "-n"], check=False).stdout.split()
+    left = [name for name in names if name.startswith(prefixes)]
+    # A set stays "in use by a kernel component" for a moment after the last rule naming it
+    # is deleted: nftables releases a rule's references after the commit, not in it.
+    deadline = time.monotonic() + 10
+    while left and time.monotonic() < deadline:
+        left = [n for n in left if run(["ipset", "destroy", n], check=False).returncode != 0]
+        if left:
+            time.sleep(0.1)
+    return len([n for n in names if n.startswith(prefixes)]) - len(left)
+
+
+def remove_chains(ours: Callable[[str], bool]) -> int:
     """Delete the iptables and ip6tables chains ``ours`` accepts, and every rule that jumps
     to one, in every table; how many chains."""
     removed = 0
