@@ -30,13 +30,20 @@ to it from ``spec.gateway``, and the large-uploads how-to's claims checked throu
    carries its digest), the import answers 202 and the image is active with the mirror's
    bytes (SHA-256 read back through the Gateway), the image's system CAs still in the
    pod's default verify paths; a URI the import filter refuses answers 400 and never
-   reaches the mirror. (This node enforces no NetworkPolicy: the ``additionalEgress`` half
-   of the how-to is not checked here.)
-7. With ``staging.sizeLimit: 64Mi`` the same staged upload at 8 MiB/s gets the pod evicted
+   reaches the mirror.
+7. The same under an enforced ``spec.networkPolicy`` (``make cluster-netpol``: kube-router's
+   policy controller, as docs/cluster.md "NetworkPolicy on the node" shows it): a pod
+   started under the policy comes up Ready and serves; through the Gateway it answers 503
+   until Envoy Gateway's proxies' namespace (``envoy-gateway-system``, not the Gateway's)
+   is among the ingress peers; the mirror's port is refused (the mirror sees nothing, the
+   pod logs ``Connection refused``) until ``additionalEgress`` names it, and then the
+   import lands whole with no pod rolled. ``make cluster-netpol-down`` leaves none of
+   kube-router's chains.
+8. With ``staging.sizeLimit: 64Mi`` the same staged upload at 8 MiB/s gets the pod evicted
    by the kubelet (``volume "staging" exceeds the limit``; during the transfer, which dies
    with it, or after its 204: the kubelet's usage figures lag), the image never becomes
    active, and a new pod serves through the Gateway again.
-8. Removing ``spec.gateway`` deletes the route (``HTTPRouteNotRequired``) and the hostname
+9. Removing ``spec.gateway`` deletes the route (``HTTPRouteNotRequired``) and the hostname
    stops routing (404 from the Gateway).
 
 The module runs after test_operator.py (the kustomize install it shares) and removes the
@@ -50,7 +57,9 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +103,9 @@ MIRROR_PATH = "/mirror/image.raw"
 IMPORT_CA_SECRET = "mirror-ca"
 IMPORT_CA_FILE = "/etc/glance/import-ca/ca.crt"
 IMPORT_TIMEOUT = 300
+NETPOL_SECTION = "NetworkPolicy on the node"
+ENVOY_GATEWAY_NAMESPACE = "envoy-gateway-system"  # where Envoy Gateway runs its proxies
+KUBE_ROUTER_CHAIN = re.compile(r"KUBE-(ROUTER|POD-FW|NWPLCY)-")
 
 
 def glance(node) -> dict[str, Any]:
@@ -459,6 +471,16 @@ def config_map(pod: dict[str, Any]) -> str:
     return volumes["config"]["configMap"]["name"]
 
 
+def import_ca_secret(mirror: HttpsSource) -> dict[str, Any]:
+    """The Secret spec.importCABundleSecretRef names: the mirror's CA."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": IMPORT_CA_SECRET, "namespace": NAMESPACE},
+        "stringData": {"ca.crt": mirror.ca_pem.decode()},
+    }
+
+
 def web_download(gateway: Gateway, token: str, image_id: str, uri: str) -> tuple[int, bytes]:
     body = {"method": {"name": "web-download", "uri": uri}}
     return gateway.request(
@@ -500,13 +522,7 @@ def test_web_download_from_a_private_ca_lands_once_the_import_ca_bundle_is_given
     assert mirror.seen.served == [], mirror.seen
     assert all("UNKNOWN_CA" in reason for _, reason in mirror.seen.refused), mirror.seen
 
-    ca = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": IMPORT_CA_SECRET, "namespace": NAMESPACE},
-        "stringData": {"ca.crt": mirror.ca_pem.decode()},
-    }
-    apply(node, [ca])
+    apply(node, [import_ca_secret(mirror)])
     patch_glance(node, {"importCABundleSecretRef": {"name": IMPORT_CA_SECRET}})
     digest = hashlib.sha256(mirror.ca_pem).hexdigest()
 
@@ -566,6 +582,192 @@ def test_a_uri_the_import_filter_refuses_answers_400_and_never_reaches_the_mirro
     assert image(gateway, token, image_id)["status"] == "queued"
     assert (len(mirror.seen.refused), len(mirror.seen.served)) == seen
     gateway.request(HOSTNAME, "DELETE", f"/v2/images/{image_id}", headers={"X-Auth-Token": token})
+
+
+def filter_rules() -> str:
+    """The node's iptables filter table, where kube-router writes what it enforces."""
+    return subprocess.run(
+        ["iptables-save", "-t", "filter"], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.fixture
+def enforced(shell, node, say):
+    """``make cluster-netpol`` as docs/cluster.md shows it, then ``make cluster-netpol-down``,
+    after which none of kube-router's chains is left on the node."""
+    done = shell.ok("make cluster-netpol", NETPOL_SECTION)
+    last = done.stdout.strip().splitlines()[-1]
+    say(f"[netpol] make cluster-netpol: {last}")
+    try:
+        assert last.startswith("NetworkPolicy enforced by kube-router v2.1.0"), done.stdout
+        yield
+    finally:
+        log = node.kubectl("-n", "kube-system", "logs", "daemonset/kube-router", check=False)
+        say("[netpol] kube-router's log:\n" + (log.stdout + log.stderr)[-4000:])
+        done = shell.run("make cluster-netpol-down", NETPOL_SECTION)
+        say(f"[netpol] make cluster-netpol-down: {done.returncode}: {done.stderr.strip()[-300:]}")
+        assert done.returncode == 0, done.stdout + done.stderr
+        left = [line for line in filter_rules().splitlines() if KUBE_ROUTER_CHAIN.search(line)]
+        assert left == [], left
+
+
+def policy_lines(name: str) -> list[str]:
+    """kube-router's rules for the policy ``name`` of the test's namespace."""
+    marks = (f"run through nw policy {name}", f"policy name: {name} namespace {NAMESPACE}")
+    return [line for line in filter_rules().splitlines() if any(m in line for m in marks)]
+
+
+def enforced_on(pod: dict[str, Any]) -> bool:
+    """kube-router sends what the pod sends through the Glance's policy: the chain its
+    traffic jumps to (from FORWARD) runs the policy's chain."""
+    rules = filter_rules().splitlines()
+    source = f"-s {pod['status'].get('podIP')}/32 "
+    chains = {
+        line.rsplit("-j ", 1)[-1].strip()
+        for line in rules
+        if line.startswith("-A KUBE-ROUTER-FORWARD ") and source in line
+    }
+    runs = f'"run through nw policy {GLANCE}"'
+    return any(
+        line.split()[1] in chains and runs in line for line in rules if line.startswith("-A ")
+    )
+
+
+def peer(namespace: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+
+
+def test_under_an_enforced_network_policy_the_gateway_and_the_mirror_need_their_rules(
+    node, services, gateway, routed, mirror, enforced, say
+):
+    """spec.networkPolicy under a real implementation (``make cluster-netpol``):
+
+    * a pod started under the policy comes up Ready (the kubelet's probes, the operator's
+      probe through the API server) and serves with the derived egress alone (database,
+      Keystone);
+    * the ingress peer the operator adds for spec.gateway is the Gateway's namespace, and
+      Envoy Gateway runs its proxies in its own (``envoy-gateway-system``): through the
+      Gateway the API is unreachable until that namespace is in spec.networkPolicy.ingress;
+    * the web-download mirror is on a port no derived rule names: refused (the mirror sees
+      nothing) until ``additionalEgress`` names it, then the import lands whole, with no
+      pod rolled."""
+    node_ip = node.layout.node_ip
+    apply(node, [import_ca_secret(mirror)])
+    patch_glance(
+        node,
+        {
+            "importFiltering": {"allowedHosts": [node_ip], "allowedPorts": [mirror.port]},
+            "importCABundleSecretRef": {"name": IMPORT_CA_SECRET},
+        },
+    )  # as the web-download test left it, or made so here
+    old = settled(node, gateway, "one pod serving the mirror's filter and CA")["metadata"]["name"]
+    policy: dict[str, Any] = {"ingress": [peer(NAMESPACE)]}
+    patch_glance(node, {"networkPolicy": policy})
+    try:
+
+        def applied():
+            found = glance(node)
+            acted = found["status"].get("observedGeneration") == found["metadata"]["generation"]
+            ready = conditions(found).get("NetworkPolicyReady", {})
+            return acted and ready.get("reason") == "NetworkPolicyReady"
+
+        wait_until("the policy applied, NetworkPolicyReady", applied, 120, 1)
+        node.kubectl("-n", NAMESPACE, "delete", "pod", old, "--wait=false")
+
+        def started_under_the_policy():
+            found = glance(node)
+            ready = conditions(found).get("Ready", {}).get("status") == "True"
+            acted = found["status"].get("observedGeneration") == found["metadata"]["generation"]
+            pods = [p for p in live_pods(node) if p["metadata"]["name"] != old]
+            if ready and acted and len(pods) == 1 and pod_ready(pods[0]) and enforced_on(pods[0]):
+                return pods[0]
+            return None
+
+        pod = wait_until(
+            "a pod started under the enforced policy, Ready", started_under_the_policy,
+            READY_TIMEOUT, 2,
+        )  # fmt: skip
+        say("[netpol] the policy's rules on the node:\n" + "\n".join(policy_lines(GLANCE)))
+        found = conditions(glance(node))
+        assert found["NetworkPolicyReady"]["reason"] == "NetworkPolicyReady", found
+        assert found["GlanceAPIReady"]["status"] == "True", found
+        status, body = gateway.request(HOSTNAME, "GET", "/healthcheck")
+        say(f"[netpol] through the Gateway with {policy['ingress']}: {status} {body[:120]!r}")
+        assert status == 503, body  # Envoy's: the upstream refused it
+
+        policy = {"ingress": [peer(NAMESPACE), peer(ENVOY_GATEWAY_NAMESPACE)]}
+        patch_glance(node, {"networkPolicy": policy})
+
+        def through_the_gateway():
+            return gateway.request(HOSTNAME, "GET", "/healthcheck") == (200, b"OK")
+
+        wait_until("the API served through the Gateway again", through_the_gateway, 120, 1)
+        # Keystone and the database from a process that started under the policy.
+        fresh = services.keystone_token("demo", DEMO_PASSWORD, "demo")
+        blocked_id = new_image(gateway, fresh, "mirror-behind-the-policy")
+        seen = (len(mirror.seen.refused), len(mirror.seen.served))
+        status, body = web_download(gateway, fresh, blocked_id, mirror.url)
+        assert status == 202, body
+
+        def ended():
+            found = image(gateway, fresh, blocked_id)
+            return found if "os_glance_import_task" not in found else None
+
+        blocked = wait_until("the import behind the policy ended", ended, IMPORT_TIMEOUT, 2)
+        logs = node.kubectl(
+            "logs", "-n", NAMESPACE, pod["metadata"]["name"], "-c", "glance-api", check=False
+        ).stdout  # fmt: skip
+        refusals = [
+            line
+            for line in logs.splitlines()
+            if f"Failed to import image {mirror.url}" in line and "Connection refused" in line
+        ]
+        say(f"[netpol] web-download behind the policy: image {blocked['status']}; the mirror "
+            f"saw {(len(mirror.seen.refused), len(mirror.seen.served))} (before {seen}); "
+            f"the pod's log: {refusals[-2:]}")  # fmt: skip
+        assert blocked["status"] != "active", blocked
+        assert (len(mirror.seen.refused), len(mirror.seen.served)) == seen, mirror.seen
+        assert refusals, logs[-3000:]
+
+        egress = {
+            "to": [{"ipBlock": {"cidr": f"{node_ip}/32"}}],
+            "ports": [{"protocol": "TCP", "port": mirror.port}],
+        }
+        patch_glance(node, {"networkPolicy": dict(policy, additionalEgress=[egress])})
+
+        def opened():
+            applied = get(node, "networkpolicy", GLANCE, "-n", NAMESPACE)["spec"]["egress"]
+            port = f"--dport {mirror.port} "
+            return applied[-1] == egress and any(port in line for line in policy_lines(GLANCE))
+
+        wait_until("kube-router enforcing the additionalEgress rule", opened, 120, 1)
+        image_id = new_image(gateway, fresh, "mirror-through-additional-egress")
+        status, body = web_download(gateway, fresh, image_id, mirror.url)
+        assert status == 202, body
+
+        def active():
+            found = image(gateway, fresh, image_id)
+            assert not found.get("os_glance_failed_import"), found
+            return found if found["status"] == "active" else None
+
+        landed = wait_until("the web-download image active", active, IMPORT_TIMEOUT, 2)
+        size, sha256, _ = gateway.download(HOSTNAME, fresh, image_id)
+        say(f"[netpol] with additionalEgress: {landed['status']}, {landed['size']} bytes")
+        assert (size, sha256) == (MIRROR_SIZE, hashlib.sha256(mirror.payload).hexdigest())
+        assert [p["metadata"]["name"] for p in live_pods(node)] == [pod["metadata"]["name"]]
+        for each in (blocked_id, image_id):
+            gateway.request(
+                HOSTNAME, "DELETE", f"/v2/images/{each}", headers={"X-Auth-Token": fresh}
+            )
+    finally:
+        patch_glance(node, {"networkPolicy": None})
+
+        def not_required():
+            found = conditions(glance(node)).get("NetworkPolicyReady", {})
+            gone = node.kubectl("get", "networkpolicy", GLANCE, "-n", NAMESPACE, check=False)
+            return found.get("reason") == "NetworkPolicyNotRequired" and gone.returncode != 0
+
+        wait_until("the policy deleted, NetworkPolicyNotRequired", not_required, 120, 1)
 
 
 def staging_bound(pod: dict[str, Any]) -> str | None:
