@@ -48,7 +48,9 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 	done
 
 .PHONY: test
-test: lint unit ## Lint, then every test
+test: ## Lint, then every test; the Go programs the tests use are built in the background meanwhile (hack/prebuild.py)
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
+	@$(PYTHON312) hack/prebuild.py -- $(MAKE) --no-print-directory lint unit
 
 # What every test needs on the machine: the environments, the Debian packages the e2e stack
 # and the one-node cluster run, a Docker daemon, promtool, and the Kubernetes binaries.

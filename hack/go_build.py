@@ -18,6 +18,7 @@ Standard library only: ``hack/kube_assets.py`` and ``hack/kind_node.py`` use it.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -26,7 +27,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,14 +143,44 @@ def complete(build: GoBuild, directory: Path) -> bool:
     )
 
 
+def lock_path(target: Path, env: dict[str, str]) -> Path:
+    """The lock file of ``target``'s build: beside the cache's folders, not in them."""
+    return cache_root(env) / ".locks" / f"{target.parent.name}-{target.name}"
+
+
+@contextmanager
+def exclusive(lock: Path, waiting: Callable[[], None]) -> Iterator[None]:
+    """Hold ``lock`` (an ``flock`` on that file) for the block; ``waiting()`` first if
+    another process holds it, then wait for it."""
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # the lock goes with the file's closing
+
+
 def ensure(build: GoBuild, say: Callable[[str], None], env: dict[str, str] | None = None) -> Path:
-    """The directory of ``build``'s binaries, built first unless a complete one is cached."""
+    """The directory of ``build``'s binaries, built first unless a complete one is cached.
+    One build of a directory at a time: a second caller (``hack/prebuild.py`` building in
+    the background, another test) waits for the first and takes what it made."""
     env = build_env(env)
     target = output_dir(build, env)
     if complete(build, target):
         say(f"reusing {target}")
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    lock = lock_path(target, env)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive(lock, lambda: say(f"waiting for the build of {build.label} under way")):
+        if complete(build, target):
+            say(f"reusing {target}, built meanwhile")
+            return target
+        return _build(build, say, env, target)
+
+
+def _build(build: GoBuild, say: Callable[[str], None], env: dict[str, str], target: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=target.name + ".building-", dir=target.parent))
     try:
         command = build.command(staging)

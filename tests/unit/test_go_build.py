@@ -6,9 +6,12 @@ no download): a real ``go build`` into a cache under the test's temporary direct
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -165,3 +168,34 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path):
     with pytest.raises(go_build.BuildError, match="go build failed"):
         go_build.ensure(build, lambda _: None, env)
     assert list((tmp_path / "cache" / "test-tools").iterdir()) == []
+
+
+def test_a_second_caller_waits_for_the_build_under_way_and_takes_what_it_made(tmp_path):
+    """hack/prebuild.py builds in the background while a test may need the same program:
+    the test waits on the directory's lock, then reuses the directory, building nothing."""
+    build = hello_module(tmp_path / "module")
+    env = {"C5C3_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    env["PATH"] = os.environ["PATH"]
+    env["GOCACHE"] = str(tmp_path / "gocache")
+    full_env = go_build.build_env(env)
+    target = go_build.output_dir(build, full_env)
+    lock = go_build.lock_path(target, full_env)
+    lock.parent.mkdir(parents=True)
+    target.parent.mkdir(parents=True)
+    said: list[str] = []
+    got: list[Path] = []
+    waiting = f"waiting for the build of {build.label} under way"
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the builder in the background
+        second = threading.Thread(
+            target=lambda: got.append(go_build.ensure(build, said.append, env))
+        )
+        second.start()
+        deadline = time.monotonic() + 30
+        while waiting not in said and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert said == [waiting]
+        made = go_build._build(build, lambda _: None, full_env, target)  # the builder's work
+    second.join(60)
+    assert got == [made] and said == [waiting, f"reusing {made}, built meanwhile"]
+    assert [p.name for p in target.parent.iterdir()] == [target.name]

@@ -1,0 +1,68 @@
+"""hack/prebuild.py, which `make test` runs: the builds it starts are the ones the tiers ask
+for, the command's exit status is its own, and a build still running when the command ends
+is stopped with nothing half-made left in the cache and no process left behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from support.hack_scripts import hack_script
+
+ROOT = Path(__file__).resolve().parents[2]
+prebuild = hack_script("prebuild")
+gateway_tool = hack_script("gateway_tool")
+helm_tool = hack_script("helm_tool")
+kube_assets = hack_script("kube_assets")
+netpol_tool = hack_script("netpol_tool")
+
+
+def test_it_builds_what_the_tiers_build_kubernetes_first():
+    labels = [make().label for _, make in prebuild.builds({})]
+    assert labels[:2] == [kube_assets.kube_build().label, helm_tool.helm_build().label]
+    assert netpol_tool.build().label in labels and gateway_tool.eg_build().label in labels
+    assert len(labels) == len(set(labels)) == 8  # and the kind node's four tools
+
+
+def test_binaries_named_by_the_environment_are_not_built():
+    names = [name for name, _ in prebuild.builds({"KUBE_ASSETS_DIR": "/x", "HELM": "/y"})]
+    assert "kube-assets" not in names and "helm" not in names and "kube-router" in names
+
+
+def run(tmp_path: Path, *command: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, C5C3_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("KUBE_ASSETS_DIR", None)
+    script = str(ROOT / "hack" / "prebuild.py")
+    return subprocess.run(
+        [sys.executable, script, "--log", str(tmp_path / "log"), "--", *command],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_the_commands_status_is_its_own_and_the_builds_stop_with_it(tmp_path):
+    """The command ends while the Kubernetes build has just begun: the builder and its
+    ``go build`` are gone when prebuild returns, and no staging directory is left."""
+    done = run(tmp_path, "sh", "-c", "sleep 3; exit 3")
+    assert done.returncode == 3, done.stderr
+    assert "building the tests' Go programs in the background" in done.stderr
+    cache = tmp_path / "cache"
+    left = [p.name for p in cache.rglob("*") if ".building-" in p.name] if cache.exists() else []
+    assert left == []
+    mine = subprocess.run(
+        ["pgrep", "-f", str(cache)], capture_output=True, text=True, check=False
+    ).stdout.split()
+    assert mine == []  # neither the builder nor a go build of that cache runs on
+    log = (tmp_path / "log").read_text()
+    assert "kube-assets: building kubernetes-" in log, log[-2000:]
+
+
+def test_without_a_command_it_says_how_to_call_it(tmp_path):
+    done = run(tmp_path)
+    assert done.returncode == 2 and "no command to run" in done.stderr
