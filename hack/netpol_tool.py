@@ -182,8 +182,8 @@ def rbac_objects() -> list[dict[str, Any]]:
 
 
 def daemonset(image: str, service_cidr: str) -> dict[str, Any]:
-    """The firewall-only DaemonSet, ready once its health endpoint answers (kube-router
-    answers there once the controller has synced)."""
+    """The firewall-only DaemonSet, its pod ready once kube-router's health endpoint
+    answers."""
     args = [
         "--run-router=false",
         "--run-firewall=true",
