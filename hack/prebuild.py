@@ -110,6 +110,18 @@ def run(command: list[str], log_path: Path = LOG) -> int:
         return subprocess.run(command, check=False).returncode
     finally:
         stop(builder)
+        for line in summary(log_path.read_text(errors="replace")):
+            say(line)
+
+
+def summary(log: str) -> list[str]:
+    """What each build came to, from the builder's log: its seconds, and built, reused or
+    waited for."""
+    return [
+        line.removeprefix("[prebuild] ")
+        for line in log.splitlines()
+        if line.startswith("[prebuild] ") and (" built in " in line or line.endswith(" s"))
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,22 @@ def test_the_commands_status_is_its_own_and_the_builds_stop_with_it(tmp_path):
     assert "kube-assets: building kubernetes-" in log, log[-2000:]
 
 
+def test_the_summary_keeps_each_builds_outcome_and_time():
+    log = (
+        "[prebuild] kube-assets: building kubernetes-v1: k8s.io/...\n"
+        "go: downloading k8s.io/api v0.36.3\n"
+        "[prebuild] kube-assets: built in 301 s, 562 MiB: /c/kube-assets/x\n"
+        "[prebuild] kube-assets: 302 s\n"
+        "[prebuild] helm: reusing /c/helm/y\n"
+        "[prebuild] helm: 0 s\n"
+    )
+    assert prebuild.summary(log) == [
+        "kube-assets: built in 301 s, 562 MiB: /c/kube-assets/x",
+        "kube-assets: 302 s",
+        "helm: 0 s",
+    ]
+
+
 def test_without_a_command_it_says_how_to_call_it(tmp_path):
     done = run(tmp_path)
     assert done.returncode == 2 and "no command to run" in done.stderr
