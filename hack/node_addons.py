@@ -80,6 +80,15 @@ class Node:
         return Cluster(self.kubeconfig, self.assets / "kubectl", helm() if helm else None)
 
 
+def helm_binary(say: Callable[[str], None]) -> Path:
+    """``$HELM`` where set (make test sets it), else helm built by hack/helm_tool.py."""
+    if os.environ.get("HELM"):
+        return Path(os.environ["HELM"])
+    import helm_tool
+
+    return helm_tool.ensure(say)
+
+
 def as_list(objects: list[dict[str, Any]]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
 
