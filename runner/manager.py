@@ -119,6 +119,8 @@ class Manager:
         self.started = threading.Event()
         self.controllers: dict[tuple[str, str], Controller] = {}
         self.informers: list[Informer] = []
+        self.late_informers: list[Informer] = []  # started by _discover_gates
+        self.unserved_gates: list[tuple[str, str, list[str | None], Any]] = []
         self.child_informers: list[Informer] = []
         """The informers of the kinds that have a parent (``controller.PARENT_KINDS``)."""
         self.referring_informers: list[Informer] = []
@@ -459,6 +461,9 @@ class Manager:
                 "controller started", controller=controller.name, workers=controller.concurrency
             )
         self._workers_started = True
+        if self.unserved_gates:
+            discovery = threading.Thread(target=self._discover_gates, name="gates", daemon=True)
+            discovery.start()
 
     def _watch_registrations(self) -> None:
         """The informer of the target clusters' registration Secrets: the clusters
@@ -514,11 +519,43 @@ class Manager:
             except Exception as error:
                 log.warning(f"cannot discover {kind}", api_version=api_version, error=str(error))
                 served = False
-            if not served:
-                log.info(f"{kind} not served, not watched", api_version=api_version)
-                continue
             handler = self._gate_handler(kind, relation, keys_of)
+            if not served:
+                log.info(f"{kind} not served, not watched yet", api_version=api_version)
+                self.unserved_gates.append((api_version, kind, where, handler))
+                continue
             self._add_informers(api_version, kind, where, handler, transform=ctl.compact_readiness)
+
+    def _discover_gates(self) -> None:
+        """Every ``gate_discovery_period``, ask discovery again for the gates' kinds the
+        cluster did not serve at start (external-secrets or mariadb-operator installed after
+        the operator): one served now is watched from then on, and its informer's first list
+        wakes the Glances it gates. These informers do not count for readiness: the
+        operator stays ready while one lists."""
+        period = self.settings.gate_discovery_period
+        while self.unserved_gates and not self.stop_requested.wait(period):
+            for gate in list(self.unserved_gates):
+                api_version, kind, where, handler = gate
+                try:
+                    self.client.forget_served(api_version)
+                    served = self.client.serves(api_version, kind)
+                except Exception as err:
+                    log.warning(f"cannot discover {kind}", api_version=api_version, error=str(err))
+                    continue
+                if not served:
+                    continue
+                self.unserved_gates.remove(gate)
+                for namespace in where:
+                    informer = Informer(
+                        self.client,
+                        api_version,
+                        kind,
+                        namespace,
+                        handler,
+                        transform=ctl.compact_readiness,
+                    )
+                    self.late_informers.append(informer.start())
+                log.info(f"{kind} served now, watched", api_version=api_version)
 
     def _watch_references(self, namespaces: list[str | None]) -> None:
         """The metadata informers of the Secrets and ConfigMaps of the watched namespaces
@@ -754,7 +791,7 @@ class Manager:
         for controller in self.controllers.values():
             for worker in controller.workers:
                 worker.join(self.executor.kill_grace + 10)
-        for informer in self.informers:
+        for informer in [*self.informers, *self.late_informers]:
             informer.stop()
         if self.warm is not None:
             self.warm.stop()

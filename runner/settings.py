@@ -98,6 +98,9 @@ class Settings:
     webhook_service: str = ""
     mutating_webhook_configuration: str = ""
     validating_webhook_configuration: str = ""
+    gate_discovery_period: float = 30.0
+    """How often a gate's kind the cluster did not serve at start (external-secrets' stores,
+    mariadb-operator's MariaDB) is asked for again; it is watched from when it is served."""
     clusters_namespace: str = DEFAULT_CLUSTERS_NAMESPACE
     """Where target clusters' kubeconfig Secrets are (``--clusters-namespace``); every pass
     gets it as ``clusters_namespace``, and the runner watches its registration Secrets.
@@ -282,6 +285,13 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         "a pass per object at least this often; 0 turns it off",
     ),
     ("--max-backoff", "MAX_BACKOFF", "30s", "the longest retry delay after failed passes"),
+    (
+        "--gate-discovery-period",
+        "GATE_DISCOVERY_PERIOD",
+        "30s",
+        "how often a gate's kind not served at start (external-secrets', mariadb-operator's) "
+        "is asked for again; watched once it is served",
+    ),
     (
         "--graceful-shutdown-timeout",
         "GRACEFUL_SHUTDOWN_TIMEOUT",
@@ -468,6 +478,9 @@ def parse_settings(
         retry_period=retry,
         reconcile_period=parse_seconds(text("reconcile_period"), source["reconcile_period"]),
         max_backoff=parse_seconds(text("max_backoff"), source["max_backoff"], False),
+        gate_discovery_period=parse_seconds(
+            text("gate_discovery_period"), source["gate_discovery_period"], False
+        ),
         graceful_shutdown_timeout=parse_seconds(
             text("graceful_shutdown_timeout"), source["graceful_shutdown_timeout"]
         ),

@@ -9,7 +9,8 @@ serves mariadb-operator's and external-secrets' kinds (``tests/support/crds/``,
   ``spec.secretStoreRef`` selects it (``SecretStoreNotReady``);
 * never a Glance with a target cluster (it reads both there); a label edit, or a status
   that stays not Ready, wakes nothing;
-* where the kinds are not served, the runner says so and watches none.
+* where the kinds are not served, the runner says so and watches none (served later:
+  test_runner_late_gates.py).
 
 The watches file is the test's own, its playbook only writes down that it ran
 (``test_runner_support.reporting_runner``): what the test sees is the runner's doing. The
@@ -242,7 +243,7 @@ def test_where_the_gates_kinds_are_not_served_the_runner_watches_none(double_api
     runner = start_runner(double_api, tmp_path)
     try:
         for kind in ("MariaDB", "SecretStore"):  # a ClusterSecretStore: not namespaced
-            runner.wait_for(f"{kind} not served, not watched")
+            runner.wait_for(f"{kind} not served, not watched yet")
         synced = [line["informer"] for line in runner.find("synced") if "informer" in line]
         gates = ("MariaDB", "SecretStore", "ClusterSecretStore")
         assert not [name for name in synced if name.startswith(gates)], synced

@@ -608,6 +608,10 @@ class KubeClient:
                 self._served[api_version] = None
         return self._served[api_version]
 
+    def forget_served(self, api_version: str) -> None:
+        """Ask discovery about ``api_version`` again next time (a CRD installed since)."""
+        self._served.pop(api_version, None)
+
     def serves(self, api_version: str, kind: str) -> bool:
         """The cluster serves ``kind`` in ``api_version`` (discovery)."""
         served = self.served_resources(api_version)

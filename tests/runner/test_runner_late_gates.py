@@ -1,0 +1,77 @@
+"""Gates whose kinds the cluster serves only after the runner started: external-secrets
+installed after the operator (found on the node with the real external-secrets,
+tests/cluster/test_with_secrets_from_openbao.py: its stores were never watched, so a Ready
+Glance did not see its store fail). ``python -m runner`` against a kube-apiserver of this
+module's own that serves external-secrets' kinds only once the test installs their CRDs: the
+runner asks again every ``--gate-discovery-period`` and watches a kind from when it is
+served, waking the Glances it gates as test_runner_gates.py's stores do.
+"""
+
+from __future__ import annotations
+
+import pytest
+from integration import external_secrets as eso
+from test_runner_gates import GLANCES, glances, ready, wake
+from test_runner_support import (
+    api_env,
+    ended,
+    passes,
+    reporting_runner,
+    start_real_apiserver,
+    wait_until,
+)
+
+
+@pytest.fixture
+def real_apiserver():
+    """The Glance CRDs only, at first."""
+    server = start_real_apiserver()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def late(request, tmp_path, real_apiserver):
+    yield from api_env("kube-apiserver", request, tmp_path)
+
+
+@pytest.mark.integration
+def test_stores_served_after_the_runner_started_are_watched_from_then_on(
+    late, real_apiserver, tmp_path
+):
+    """Not served at start: said so; served once the CRDs are in: watched, and a store
+    created or whose readiness flips wakes the Glance it gates."""
+    api = late
+    api.ensure_namespace()
+    for obj in glances(api.namespace):
+        api.client.create(obj)
+    env = {"WATCH_NAMESPACE": "", "GATE_DISCOVERY_PERIOD": "1s"}
+    runner = reporting_runner(api, tmp_path, env=env)[0].start()
+    try:
+        wait_until(
+            lambda: ended(runner) >= len(GLANCES) and ended(runner) == len(passes(runner)),
+            what="the first passes",
+        )
+        runner.wait_for("ClusterSecretStore not served, not watched yet")
+        for crd in eso.CRDS:
+            real_apiserver.install_crd(crd)
+        for kind in ("SecretStore", "ClusterSecretStore"):
+            runner.wait_for(f"{kind} served now, watched")
+        vault = eso.store("ClusterSecretStore", "vault")
+        wake(
+            runner,
+            lambda: api.client.create(vault),
+            ["on-vault"],
+            "store's ADDED ClusterSecretStore",
+        )
+        wake(
+            runner,
+            lambda: ready(api, eso.API_VERSION, "ClusterSecretStore", "vault", True),
+            ["on-vault"],
+            "store's MODIFIED ClusterSecretStore readiness",
+        )
+        assert not runner.find("pass failed")
+    finally:
+        runner.close()
