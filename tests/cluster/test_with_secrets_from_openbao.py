@@ -65,6 +65,20 @@ def bao(node, *args: str) -> str:
     return done.stdout
 
 
+def put_db_credentials(node, password: str) -> None:
+    """The database user's name and ``password`` into OpenBao, where the ExternalSecret
+    ``glance-db`` reads them."""
+    bao(
+        node,
+        "kv",
+        "put",
+        "-mount=secret",
+        f"{KV_PREFIX}/db",
+        f"username={DB_USER}",
+        f"password={password}",
+    )
+
+
 def glance(node) -> dict[str, Any]:
     return get(node, "glance", GLANCE, "-n", NAMESPACE)
 
@@ -243,15 +257,7 @@ def gated(node, services, addons, say) -> dict[str, Any]:
         STEP_TIMEOUT,
         1,
     )
-    bao(
-        node,
-        "kv",
-        "put",
-        "-mount=secret",
-        f"{KV_PREFIX}/db",
-        f"username={DB_USER}",
-        f"password={password}",
-    )
+    put_db_credentials(node, password)
     step(
         "the database's synced, the service user's not",
         "WaitingForServiceUserCredentials",
@@ -311,15 +317,7 @@ def test_a_password_rotated_in_openbao_reaches_the_secret_then_the_pods(node, se
     assert api_answers(node, services)
     rotated = secrets.token_hex(16)
     services.root_sql("openbao-db-rotate", f"ALTER USER '{DB_USER}'@'%' IDENTIFIED BY '{rotated}';")
-    bao(
-        node,
-        "kv",
-        "put",
-        "-mount=secret",
-        f"{KV_PREFIX}/db",
-        f"username={DB_USER}",
-        f"password={rotated}",
-    )
+    put_db_credentials(node, rotated)
     wait_until(
         "the rotated password in the Secret",
         lambda: secret_values(node, DB_SECRET).get("password") == rotated,
