@@ -206,33 +206,40 @@ def test_a_mariadb_and_a_store_wake_exactly_the_glances_they_gate(gated, tmp_pat
         runner.close()
 
 
+def start_cluster_wide(api, tmp_path: Path, **env: str) -> RunnerProcess:
+    """A runner of every namespace over :data:`GLANCES`, after their first passes."""
+    api.ensure_namespace()
+    for obj in glances(api.namespace):
+        api.client.create(obj)
+    env = {"WATCH_NAMESPACE": "", **env}
+    runner = reporting_runner(api, tmp_path, env=env)[0].start()
+    wait_until(
+        lambda: ended(runner) >= len(GLANCES) and ended(runner) == len(passes(runner)),
+        what="the first passes",
+    )
+    return runner
+
+
+def vault_wakes_its_glance(api, runner: RunnerProcess) -> None:
+    """The ClusterSecretStore ``vault`` created, then Ready: each wakes ``on-vault`` alone."""
+    vault = eso.store("ClusterSecretStore", "vault")
+    wake(runner, lambda: api.client.create(vault), ["on-vault"], "store's ADDED ClusterSecretStore")
+    wake(
+        runner,
+        lambda: ready(api, eso.API_VERSION, "ClusterSecretStore", "vault", True),
+        ["on-vault"],
+        "store's MODIFIED ClusterSecretStore readiness",
+    )
+
+
 @pytest.mark.integration
 def test_a_cluster_wide_runner_watches_the_cluster_secret_stores(gated, tmp_path):
     """Every namespace watched: the ClusterSecretStore a Glance selects wakes it."""
     api = gated
-    api.ensure_namespace()
-    for obj in glances(api.namespace):
-        api.client.create(obj)
-    runner = reporting_runner(api, tmp_path, env={"WATCH_NAMESPACE": ""})[0].start()
+    runner = start_cluster_wide(api, tmp_path)
     try:
-        wait_until(
-            lambda: ended(runner) >= len(GLANCES) and ended(runner) == len(passes(runner)),
-            what="the first passes",
-        )
-        vault = eso.store("ClusterSecretStore", "vault")
         try:
-            wake(
-                runner,
-                lambda: api.client.create(vault),
-                ["on-vault"],
-                "store's ADDED ClusterSecretStore",
-            )
-            wake(
-                runner,
-                lambda: ready(api, eso.API_VERSION, "ClusterSecretStore", "vault", True),
-                ["on-vault"],
-                "store's MODIFIED ClusterSecretStore readiness",
-            )
+            vault_wakes_its_glance(api, runner)
         finally:
             api.client.delete(eso.API_VERSION, "ClusterSecretStore", "vault")
     finally:

@@ -11,15 +11,8 @@ from __future__ import annotations
 
 import pytest
 from integration import external_secrets as eso
-from test_runner_gates import GLANCES, glances, ready, wake
-from test_runner_support import (
-    api_env,
-    ended,
-    passes,
-    reporting_runner,
-    start_real_apiserver,
-    wait_until,
-)
+from test_runner_gates import start_cluster_wide, vault_wakes_its_glance
+from test_runner_support import api_env, start_real_apiserver
 
 
 @pytest.fixture
@@ -44,34 +37,14 @@ def test_stores_served_after_the_runner_started_are_watched_from_then_on(
     """Not served at start: said so; served once the CRDs are in: watched, and a store
     created or whose readiness flips wakes the Glance it gates."""
     api = late
-    api.ensure_namespace()
-    for obj in glances(api.namespace):
-        api.client.create(obj)
-    env = {"WATCH_NAMESPACE": "", "GATE_DISCOVERY_PERIOD": "1s"}
-    runner = reporting_runner(api, tmp_path, env=env)[0].start()
+    runner = start_cluster_wide(api, tmp_path, GATE_DISCOVERY_PERIOD="1s")
     try:
-        wait_until(
-            lambda: ended(runner) >= len(GLANCES) and ended(runner) == len(passes(runner)),
-            what="the first passes",
-        )
         runner.wait_for("ClusterSecretStore not served, not watched yet")
         for crd in eso.CRDS:
             real_apiserver.install_crd(crd)
         for kind in ("SecretStore", "ClusterSecretStore"):
             runner.wait_for(f"{kind} served now, watched")
-        vault = eso.store("ClusterSecretStore", "vault")
-        wake(
-            runner,
-            lambda: api.client.create(vault),
-            ["on-vault"],
-            "store's ADDED ClusterSecretStore",
-        )
-        wake(
-            runner,
-            lambda: ready(api, eso.API_VERSION, "ClusterSecretStore", "vault", True),
-            ["on-vault"],
-            "store's MODIFIED ClusterSecretStore readiness",
-        )
+        vault_wakes_its_glance(api, runner)
         assert not runner.find("pass failed")
     finally:
         runner.close()
