@@ -367,15 +367,18 @@ def proxy_answer(module: str) -> str | None:
     """None where the Go module proxy lists a version of ``module``, else its error line."""
     env = go_build.build_env()
     env["GOPROXY"] = go_build.go_env(env, "GOPROXY")[0].split(",")[0].split("|")[0]
-    done = subprocess.run(
-        ["go", "list", "-m", "-versions", "-json", module],
-        cwd=ESO_MODULE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            ["go", "list", "-m", "-versions", "-json", module],
+            cwd=ESO_MODULE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"the module proxy ({env['GOPROXY']}) did not answer within 120 s"
     if done.returncode == 0 and '"Versions"' in done.stdout:
         return None
     lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]

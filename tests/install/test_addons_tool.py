@@ -155,3 +155,14 @@ def test_dry_run_says_what_it_would_build_and_install():
     assert done.returncode == 0, done.stderr
     assert "would build external-secrets-v0.16.2 into " in done.stderr
     assert ESO_IMAGE in done.stderr and OPENBAO_IMAGE in done.stderr
+
+
+def test_what_cannot_be_had_is_named_with_the_proxys_own_answer(monkeypatch):
+    monkeypatch.setenv("GOPROXY", "off")  # no network: go's own refusal stands for the proxy's
+    answer = addons_tool.proxy_answer("github.com/mariadb-operator/mariadb-operator")
+    assert answer is not None and "GOPROXY=off" in answer, answer
+    monkeypatch.setattr(addons_tool, "proxy_answer", lambda module: f"refused: {module}")
+    lines = addons_tool.unavailable()
+    assert [line.split(":")[0] for line in lines] == ["mariadb-operator", "cert-manager"]
+    assert lines[0].endswith("refused: github.com/mariadb-operator/mariadb-operator")
+    assert "controller-binary" in lines[1]
