@@ -14,16 +14,13 @@
 from __future__ import annotations
 
 import pytest
-from test_runner_support import api_env, start_real_apiserver
+from test_runner_support import api_env, own_real_apiserver
 
 
 @pytest.fixture(scope="session")
 def real_apiserver():
-    server = start_real_apiserver()
-    try:
+    with own_real_apiserver() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["double", pytest.param("kube-apiserver", marks=pytest.mark.integration)])

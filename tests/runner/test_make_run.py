@@ -29,8 +29,8 @@ from test_runner_support import (
     config_maps,
     converged,
     kill_processes_naming,
+    own_real_apiserver,
     settle_until,
-    start_real_apiserver,
     wait_until,
 )
 
@@ -52,11 +52,8 @@ RUNNER_VARIABLES = {variable for _, variable, _, _ in _OPTIONS if variable} | {
 @pytest.fixture
 def real_apiserver():
     """A kube-apiserver of the test's own: `make run` watches every namespace."""
-    server = start_real_apiserver()
-    try:
+    with own_real_apiserver() as server:
         yield server
-    finally:
-        server.stop()
 
 
 class MakeRun(RunnerProcess):

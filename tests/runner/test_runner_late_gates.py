@@ -12,17 +12,14 @@ from __future__ import annotations
 import pytest
 from integration import external_secrets as eso
 from test_runner_gates import start_cluster_wide, vault_wakes_its_glance
-from test_runner_support import api_env, start_real_apiserver
+from test_runner_support import api_env, own_real_apiserver
 
 
 @pytest.fixture
 def real_apiserver():
     """The Glance CRDs only, at first."""
-    server = start_real_apiserver()
-    try:
+    with own_real_apiserver() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

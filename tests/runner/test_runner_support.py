@@ -122,6 +122,17 @@ def start_real_apiserver():
     return server
 
 
+@contextlib.contextmanager
+def own_real_apiserver() -> Iterator[KubeApiServer]:
+    """:func:`start_real_apiserver` for the block, stopped after it (a test module's or a
+    session's ``real_apiserver`` fixture)."""
+    server = start_real_apiserver()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def api_env(kind: str, request, tmp_path: Path) -> Iterator[ApiEnv]:
     """An ``ApiEnv`` with an empty namespace of its own (``support.api_env.api_env``); the
     double sends watch bookmarks every second."""
