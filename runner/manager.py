@@ -113,6 +113,7 @@ class Manager:
         self.identity = identity
         self.watched: dict[tuple[str, str], Watch] = {(w.gvk.group, w.gvk.kind): w for w in watches}
         self.stop_requested = threading.Event()
+        self.stop_requested_at: float | None = None  # monotonic, when SIGTERM asked
         self.cancel = threading.Event()
         self.leading = threading.Event()
         self.lost = threading.Event()
@@ -254,6 +255,8 @@ class Manager:
         """Ask the loop to end (SIGTERM); ``abandon`` cancels running passes at once."""
         if abandon:
             self.cancel.set()
+        if self.stop_requested_at is None:
+            self.stop_requested_at = time.monotonic()
         self.stop_requested.set()
 
     # -- start -----------------------------------------------------------------------------
@@ -800,6 +803,7 @@ class Manager:
             self.leader_gauge.labels(name=self.settings.leader_election_id).set(0)
         if self.cert_rotator is not None:
             self.cert_rotator.stop()
+        self._serve_out_webhook()
         with self._webhook_lock:
             if self.webhook is not None:
                 self.webhook.stop()
@@ -808,6 +812,20 @@ class Manager:
         if self.runner_dir is not None:
             self.runner_dir.release()
         log.info("stopped")
+
+    def _serve_out_webhook(self) -> None:
+        """Keep the webhook serving until ``--webhook-shutdown-delay`` after the stop was
+        asked for. The API server calls the webhook through its Service: a deleted pod
+        leaves the EndpointSlice, then kube-proxy's rules, a moment after its SIGTERM, and a
+        call routed here meanwhile would wait out its timeout (10 s) on a pod that is gone
+        (seen on the one-node cluster as a manager Deployment rolled: one admission
+        failed). Passes draining take this time too; a second signal ends the wait."""
+        if self.webhook is None or self.stop_requested_at is None or self.cancel.is_set():
+            return
+        left = self.settings.webhook_shutdown_delay - (time.monotonic() - self.stop_requested_at)
+        if left > 0:
+            log.info("webhook serving on while the endpoints update", seconds=round(left, 1))
+            self.cancel.wait(left)
 
 
 class _SlotExecutor:

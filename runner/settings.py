@@ -98,6 +98,11 @@ class Settings:
     webhook_service: str = ""
     mutating_webhook_configuration: str = ""
     validating_webhook_configuration: str = ""
+    webhook_shutdown_delay: float = 5.0
+    """After SIGTERM, how long the admission webhook keeps serving at least: the pod leaves
+    the webhook Service's endpoints, and kube-proxy's rules, a moment after it is deleted,
+    and a call routed here meanwhile must be answered, not left to time out on a pod that
+    is gone. ``0``: it stops with the rest."""
     gate_discovery_period: float = 30.0
     """How often a gate's kind the cluster did not serve at start (external-secrets' stores,
     mariadb-operator's MariaDB) is asked for again; it is watched from when it is served."""
@@ -301,6 +306,13 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
     ("--webhook-host", "WEBHOOK_HOST", "", "the admission webhook's address; empty: all"),
     ("--webhook-port", "WEBHOOK_PORT", "9443", "the admission webhook's port"),
     (
+        "--webhook-shutdown-delay",
+        "WEBHOOK_SHUTDOWN_DELAY",
+        "5s",
+        "after SIGTERM, how long the webhook keeps serving at least, while the pod leaves the "
+        "webhook Service's endpoints; 0: it stops with the rest",
+    ),
+    (
         "--webhook-cert-dir",
         "WEBHOOK_CERT_DIR",
         "/tmp/k8s-webhook-server/serving-certs",
@@ -486,6 +498,9 @@ def parse_settings(
         ),
         webhook_host=text("webhook_host"),
         webhook_port=_port(text("webhook_port"), source["webhook_port"]),
+        webhook_shutdown_delay=parse_seconds(
+            text("webhook_shutdown_delay"), source["webhook_shutdown_delay"]
+        ),
         webhook_cert_dir=Path(text("webhook_cert_dir")),
         runner_dir=Path(raw["runner_dir"]) if raw["runner_dir"] else None,
         ansible_verbosity=int(verbosity),

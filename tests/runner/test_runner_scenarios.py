@@ -344,3 +344,51 @@ def test_the_webhook_is_served_when_its_certificate_is_there(double_api, runners
 
     plain = runners(double_api, "plain")
     plain.wait_for("admission webhook not served: no tls.crt and tls.key in its cert dir")
+
+
+def test_after_sigterm_the_webhook_answers_while_the_endpoints_update(
+    double_api, runners, tmp_path
+):
+    """A call the webhook Service routes to a pod just deleted is answered: the webhook
+    serves on for --webhook-shutdown-delay after SIGTERM, and only then closes."""
+    tls = make_server_tls(tmp_path / "certs")
+    runner = runners(
+        double_api,
+        env={"WEBHOOK_CERT_DIR": str(tmp_path / "certs")},
+        args=("--metrics-bind-address=0", "--webhook-shutdown-delay=20s"),
+    )
+    port = runner.wait_for("serving")["port"]
+    context = ssl.create_default_context(cafile=str(tls.ca_file))
+
+    def empty_review() -> int:
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+        try:
+            connection.request("POST", "/validate-glance-openstack-c5c3-io-v1alpha1-glance", b"{}")
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    runner.process.send_signal(signal.SIGTERM)
+    waiting = runner.wait_for("webhook serving on while the endpoints update")
+    assert 0 < waiting["seconds"] <= 20
+    assert runner.process.poll() is None
+    assert empty_review() == 400  # answered after SIGTERM, on a new connection
+    assert runner.terminate(timeout=60) == 0  # (a second signal ends the wait at once)
+    messages = [line["msg"] for line in runner.lines()]
+    assert messages.index("webhook serving on while the endpoints update") < messages.index(
+        "stopped"
+    )
+    with pytest.raises(OSError):
+        empty_review()
+
+
+def test_without_a_delay_the_webhook_stops_with_the_rest(double_api, runners, tmp_path):
+    make_server_tls(tmp_path / "certs")
+    runner = runners(
+        double_api,
+        env={"WEBHOOK_CERT_DIR": str(tmp_path / "certs")},
+        args=("--metrics-bind-address=0", "--webhook-shutdown-delay=0"),
+    )
+    runner.wait_for("serving")
+    assert runner.terminate(timeout=60) == 0
+    assert not runner.find("webhook serving on while the endpoints update")
