@@ -61,12 +61,13 @@ unit: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## The p
 	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q --durations=30 -m "not chaos" tests
 
 .PHONY: lint
-lint: venv ## ruff, yamllint and ansible-lint (production profile)
+lint: venv ## ruff, yamllint, ansible-lint (production profile), gofmt of hack/'s Go
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/yamllint --strict .
 	$(BIN)/ansible-lint --profile production --offline
 	$(BIN)/antsibull-changelog lint
+	@unformatted="$$(gofmt -l hack)"; test -z "$$unformatted" || { echo "gofmt -l: $$unformatted"; exit 1; }
 
 .PHONY: build
 build: venv ## Build the collection tarball into build/

