@@ -34,9 +34,9 @@ Put a secret into that OpenBao (the pod's ``BAO_ADDR`` and ``BAO_TOKEN`` are set
     kubectl -n openbao exec deploy/openbao -- \
         bao kv put -mount=secret glance/db username=glance password=...
 
-What it cannot install, it names with the exact error and goes on (exit 0): the
-mariadb-operator (its Go module is refused by the module proxy), asked of the proxy again on
-every run, so the day it is served the line says so.
+What it does not install yet, it names with the module proxy's answer for the release
+pinned (exit 0): the mariadb-operator (``hack/mariadb/go.mod``, v25.10.2: the proxy refuses
+to list its versions but serves that one), asked again on every run.
 
 What it builds (nothing is pulled): ``external-secrets`` from ``hack/eso/go.mod`` and
 ``cert-manager`` from ``hack/certmanager/``, cached like the Kubernetes binaries, and images
@@ -93,12 +93,11 @@ CM_DEPLOYMENTS = ("cert-manager", "cert-manager-cainjector")
 CM_LEASES = ("cert-manager-controller", "cert-manager-cainjector-leader-election")
 
 # What cannot be had here, and the exact module the proxy is asked for (docs/cluster.md)
-UNAVAILABLE = {
-    "mariadb-operator": (
-        "github.com/mariadb-operator/mariadb-operator",
-        "the operator is built from its Go module",
-    ),
-}
+# Not installed yet, and the exact release the proxy is asked for (docs/cluster.md): it
+# refuses to list mariadb-operator's versions (403) but serves the one pinned here.
+MDB_MODULE_DIR = ROOT / "hack" / "mariadb"
+MDB_MODULE = "github.com/mariadb-operator/mariadb-operator/v25"
+NOT_YET = {"mariadb-operator": (MDB_MODULE_DIR, MDB_MODULE)}
 
 
 def say(message: str) -> None:
@@ -495,14 +494,16 @@ def uninstall_cert_manager(cluster: Cluster, gone: tuple[str, ...]) -> None:
 # --- what cannot be had -----------------------------------------------------------------------
 
 
-def proxy_answer(module: str) -> str | None:
-    """None where the Go module proxy lists a version of ``module``, else its error line."""
+def proxy_answer(module_dir: Path, module: str) -> str | None:
+    """None where the Go module proxy serves ``module`` at the version ``module_dir``'s
+    go.mod pins, else its error line."""
     env = go_build.build_env()
     env["GOPROXY"] = go_build.go_env(env, "GOPROXY")[0].split(",")[0].split("|")[0]
+    wanted = f"{module}@{go_build.required_version(module_dir, module)}"
     try:
         done = subprocess.run(
-            ["go", "list", "-m", "-versions", "-json", module],
-            cwd=ESO_MODULE_DIR,
+            ["go", "mod", "download", "-json", wanted],
+            cwd=module_dir,
             env=env,
             capture_output=True,
             text=True,
@@ -510,21 +511,30 @@ def proxy_answer(module: str) -> str | None:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return f"the module proxy ({env['GOPROXY']}) did not answer within 120 s"
-    if done.returncode == 0 and '"Versions"' in done.stdout:
+        return f"the module proxy ({env['GOPROXY']}) did not answer within 120 s for {wanted}"
+    if done.returncode == 0 and '"Error"' not in done.stdout:
         return None
-    lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
-    return " ".join(lines[:2]) or f"no version listed for {module}"
+    lines = [
+        line.strip().strip('",').removeprefix('"Error": "')
+        for line in (done.stdout + done.stderr).splitlines()
+        if "rror" in line or line.startswith("go: ")
+    ]
+    return " ".join(lines[:2]) or f"{wanted} is not served"
 
 
 def unavailable() -> list[str]:
+    """A line for each neighbour not installed: what the proxy says of its pinned release."""
     out = []
-    for name, (module, why) in UNAVAILABLE.items():
-        answer = proxy_answer(module)
+    for name, (module_dir, module) in NOT_YET.items():
+        answer = proxy_answer(module_dir, module)
+        pinned = f"{module}@{go_build.required_version(module_dir, module)}"
         if answer is None:
-            out.append(f"{name}: not installed: {module} is served now; this tool does not yet")
+            out.append(
+                f"{name}: not installed: {pinned} is served (hack/{module_dir.name}/go.mod); "
+                "this tool does not install it yet"
+            )
         else:
-            out.append(f"{name}: not installed: {why}: {answer}")
+            out.append(f"{name}: not installed: {answer}")
     return out
 
 

@@ -5,7 +5,7 @@ server, the reference's ClusterSecretStore ``openbao-cluster-store``), as docs/c
 controller does.
 
 1. ``make cluster-addons`` installs external-secrets and OpenBao, the store is Ready, and it
-   names the neighbour it could not install (mariadb-operator) with the module proxy's
+   names the neighbour it does not install yet (mariadb-operator) with the module proxy's
    answer (cert-manager, installed too, is test_with_cert_manager.py's). The doc's ``bao kv put`` lands in OpenBao, and an ExternalSecret
    naming that key gets a Secret with its values.
 2. A Glance naming no store (the default store exists, so it is gated) with no credential

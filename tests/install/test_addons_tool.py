@@ -167,14 +167,25 @@ def test_dry_run_says_what_it_would_build_and_install():
         assert image in done.stderr
 
 
-def test_what_cannot_be_had_is_named_with_the_proxys_own_answer(monkeypatch):
-    monkeypatch.setenv("GOPROXY", "off")  # no network: go's own refusal stands for the proxy's
-    answer = addons_tool.proxy_answer("github.com/mariadb-operator/mariadb-operator")
+def test_what_is_not_installed_yet_is_named_with_the_proxys_own_answer(monkeypatch, tmp_path):
+    assert (
+        addons_tool.go_build.required_version(addons_tool.MDB_MODULE_DIR, addons_tool.MDB_MODULE)
+        == "v25.10.2"
+    )
+    # no network and an empty module cache: go's own refusal stands for the proxy's
+    monkeypatch.setenv("GOPROXY", "off")
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "modcache"))
+    answer = addons_tool.proxy_answer(addons_tool.MDB_MODULE_DIR, addons_tool.MDB_MODULE)
     assert answer is not None and "GOPROXY=off" in answer, answer
-    monkeypatch.setattr(addons_tool, "proxy_answer", lambda module: f"refused: {module}")
-    lines = addons_tool.unavailable()
-    assert [line.split(":")[0] for line in lines] == ["mariadb-operator"]
-    assert lines[0].endswith("refused: github.com/mariadb-operator/mariadb-operator")
+    assert "mariadb-operator/v25@v25.10.2" in answer, answer
+    monkeypatch.setattr(addons_tool, "proxy_answer", lambda module_dir, module: "refused")
+    assert addons_tool.unavailable() == ["mariadb-operator: not installed: refused"]
+    monkeypatch.setattr(addons_tool, "proxy_answer", lambda module_dir, module: None)
+    [served] = addons_tool.unavailable()
+    assert served.startswith(
+        "mariadb-operator: not installed: github.com/mariadb-operator/mariadb-operator/v25@"
+        "v25.10.2 is served (hack/mariadb/go.mod)"
+    ), served
 
 
 @pytest.fixture(scope="module")
