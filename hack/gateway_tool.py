@@ -44,6 +44,7 @@ import importlib.metadata
 import importlib.util
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,12 +142,22 @@ class Images:
         return [self.envoy_gateway, self.envoy, self.coredns]
 
 
+def coredns_ref() -> str:
+    return f"{IMAGE_REPOSITORY}/coredns:{coredns_build().label.removeprefix('coredns-')}"
+
+
 def image_refs(envoy_version: str) -> Images:
-    coredns = coredns_build().label.removeprefix("coredns-")
     return Images(
         envoy_gateway=f"{IMAGE_REPOSITORY}/envoy-gateway:{eg_version()}",
         envoy=f"{IMAGE_REPOSITORY}/envoy:{envoy_version}",
-        coredns=f"{IMAGE_REPOSITORY}/coredns:{coredns}",
+        coredns=coredns_ref(),
+    )
+
+
+def coredns_component(ref: str, coredns: Path) -> kind_node.Component:
+    """CoreDNS's image (also make cluster-addons', for mariadb-operator's names)."""
+    return kind_node.Component(
+        ref, ((coredns, "/usr/local/bin/coredns"),), ("/usr/local/bin/coredns",), "CoreDNS"
     )
 
 
@@ -163,12 +174,7 @@ def components(refs: Images, eg: Path, envoy: Path, coredns: Path) -> list[kind_
         kind_node.Component(
             refs.envoy, ((envoy, "/usr/local/bin/envoy"),), ("/usr/local/bin/envoy",), "Envoy"
         ),
-        kind_node.Component(
-            refs.coredns,
-            ((coredns, "/usr/local/bin/coredns"),),
-            ("/usr/local/bin/coredns",),
-            "CoreDNS",
-        ),
+        coredns_component(refs.coredns, coredns),
     ]
 
 
@@ -487,6 +493,15 @@ def address(cluster: Cluster) -> str:
     return f"{addresses[0]}:{ports[0]}"
 
 
+def install_coredns(cluster: Cluster, image: str, say: Callable[[str], None]) -> None:
+    """CoreDNS at kube-system/kube-dns (``DNS_IP``), rolled out; again, nothing changes."""
+    say("CoreDNS (kube-system/kube-dns at " + DNS_IP + ")")
+    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=as_list(coredns_objects(image)))
+    cluster.kubectl(
+        "-n", "kube-system", "rollout", "status", "deployment/coredns", f"--timeout={WAIT}"
+    )
+
+
 def crds_manifest(cluster: Cluster, found: dict[str, Path]) -> str:
     """The Gateway API's standard channel and Envoy Gateway's CRDs, as gateway-crds-helm
     renders them."""
@@ -496,24 +511,15 @@ def crds_manifest(cluster: Cluster, found: dict[str, Path]) -> str:
 def install(cluster: Cluster, refs: Images, work: Path, ca_dir: Path) -> str:
     """Everything of the module's docstring on ``cluster``; the Gateway's address."""
     version = eg_version()
-    say("CoreDNS (kube-system/kube-dns at " + DNS_IP + ")")
-    cluster.kubectl(
-        "apply", "--server-side", "-f", "-", stdin=as_list(coredns_objects(refs.coredns))
-    )
-    cluster.kubectl(
-        "-n", "kube-system", "rollout", "status", "deployment/coredns", f"--timeout={WAIT}"
-    )
+    install_coredns(cluster, refs.coredns, say)
     found = charts(module_source(), version, refs.envoy_gateway, work)
     say("Gateway API CRDs (standard channel) and Envoy Gateway's CRDs")
     crds = crds_manifest(cluster, found)
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=crds)
-    cluster.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/gateways.gateway.networking.k8s.io",
-        "crd/httproutes.gateway.networking.k8s.io",
-        "crd/envoyproxies.gateway.envoyproxy.io",
+    cluster.wait_established(
+        "gateways.gateway.networking.k8s.io",
+        "httproutes.gateway.networking.k8s.io",
+        "envoyproxies.gateway.envoyproxy.io",
     )
     say(f"Envoy Gateway {version} (helm release {EG_RELEASE} in {EG_NAMESPACE})")
     cluster.helm(

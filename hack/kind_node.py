@@ -506,7 +506,9 @@ def mariadb_dockerfile(base: str) -> str:
     return "\n".join(
         [
             f"FROM {base}",
-            "RUN rm -rf /var/lib/mysql/*",
+            # a server that runs as another user than root (mariadb-operator's pods: 999)
+            # needs its socket directory writable
+            "RUN rm -rf /var/lib/mysql/* && mkdir -p /run/mysqld && chmod 1777 /run/mysqld",
             "COPY rootfs/ /",
             label_lines(labels("MariaDB (Debian) for the kind scenario")),
             "EXPOSE 3306",

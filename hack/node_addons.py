@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,28 @@ class Cluster:
         """``helm uninstall`` of ``release`` where it is installed."""
         if release in self.helm("list", "--namespace", namespace, "--short").split():
             self.helm("uninstall", release, "--namespace", namespace, "--wait")
+
+    def wait_established(self, *crds: str, timeout: float = 60.0) -> None:
+        """Until every CRD named is Established. Polled: ``kubectl wait`` fails at once,
+        instead of waiting, on a CRD the API server has not written a status for yet
+        ("status.conditions accessor error"), as it may be just after the apply."""
+        deadline = time.monotonic() + timeout
+        left = list(crds)
+        while left:
+            found = json.loads(self.kubectl("get", *(f"crd/{c}" for c in left), "-o", "json"))
+            items = found.get("items", [found]) if found.get("kind") == "List" else [found]
+            left = [
+                item["metadata"]["name"]
+                for item in items
+                if not any(
+                    c.get("type") == "Established" and c.get("status") == "True"
+                    for c in (item.get("status") or {}).get("conditions") or []
+                )
+            ]
+            if left and time.monotonic() > deadline:
+                raise AddonError(f"CRDs not Established within {timeout:.0f} s: {', '.join(left)}")
+            if left:
+                time.sleep(0.5)
 
     def get(self, *args: str) -> dict[str, Any]:
         return json.loads(self.kubectl("get", *args, "-o", "json"))

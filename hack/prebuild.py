@@ -62,6 +62,7 @@ def builds(
     found.append(("kube-router", netpol_tool.build))
     found.append(("envoy-gateway", gateway_tool.eg_build))
     found.append(("cert-manager", addons_tool.cm_build))
+    found.append(("mariadb-operator", addons_tool.mdb_build))
     found.append(("external-secrets", addons_tool.eso_build))
     return found
 

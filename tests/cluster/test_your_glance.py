@@ -100,3 +100,4 @@ def test_every_command_docs_cluster_md_shows_was_run_as_written(shell):
     assert [c for c in doc_commands("NetworkPolicy on the node") if c not in shell.ran] == []
     assert [c for c in doc_commands("Secrets from OpenBao") if c not in shell.ran] == []
     assert [c for c in doc_commands("The operator with cert-manager") if c not in shell.ran] == []
+    assert [c for c in doc_commands("MariaDB from mariadb-operator") if c not in shell.ran] == []

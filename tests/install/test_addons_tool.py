@@ -22,6 +22,7 @@ ESO_IMAGE = "localhost/c5c3-addons/external-secrets:v0.16.2"
 OPENBAO_IMAGE = "localhost/c5c3-addons/openbao:2.7.2"
 CM_CONTROLLER_IMAGE = "localhost/c5c3-addons/cert-manager-controller:v1.21.2"
 CM_CAINJECTOR_IMAGE = "localhost/c5c3-addons/cert-manager-cainjector:v1.21.2"
+MDB_IMAGE = "localhost/c5c3-addons/mariadb-operator:v25.10.2"
 
 
 def test_the_pins_are_the_ones_the_docs_name():
@@ -38,10 +39,17 @@ def test_the_pins_are_the_ones_the_docs_name():
         "openbao": OPENBAO_IMAGE,
         "cert-manager-controller": CM_CONTROLLER_IMAGE,
         "cert-manager-cainjector": CM_CAINJECTOR_IMAGE,
+        "mariadb-operator": MDB_IMAGE,
+        "mariadb": "localhost/c5c3-kind/mariadb:bookworm",
+        "coredns": "localhost/c5c3-gateway/coredns:v1.14.2",
     }
+    assert addons_tool.mdb_version() == "v25.10.2"
+    build = addons_tool.mdb_build()
+    assert build.packages == ("github.com/mariadb-operator/mariadb-operator/v25/cmd/controller",)
+    assert build.binaries == ("controller",)
     doc = (ROOT / "docs" / "cluster.md").read_text()
     assert "external-secrets v0.16.2" in doc and "OpenBao 2.7.2" in doc
-    assert "cert-manager v1.21.2" in doc
+    assert "cert-manager v1.21.2" in doc and "mariadb-operator v25.10.2" in doc
     assert addons_tool.OPENBAO_URL in doc
 
 
@@ -114,23 +122,13 @@ def test_the_chart_copy_drops_only_the_dependencies_block():
         addons_tool.without_dependencies("apiVersion: v2\nname: x\n")
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory) -> list[dict]:
+def helm_template(release: str, chart, values: list[str]) -> list[dict]:
+    """``helm template`` of ``chart`` as ``release`` in the namespace of the same name."""
     helm, why = find_helm()
     if helm is None:
         pytest.skip(why)
-    source = addons_tool.go_build.module_source(addons_tool.ESO_MODULE_DIR, addons_tool.ESO_MODULE)
-    chart = addons_tool.eso_chart(source, tmp_path_factory.mktemp("charts"))
     done = subprocess.run(
-        [
-            helm,
-            "template",
-            "external-secrets",
-            str(chart),
-            "--namespace",
-            "external-secrets",
-            *addons_tool.eso_values(ESO_IMAGE),
-        ],
+        [helm, "template", release, str(chart), "--namespace", release, *values],
         capture_output=True,
         text=True,
         check=False,
@@ -139,17 +137,28 @@ def rendered(tmp_path_factory) -> list[dict]:
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
-def test_external_secrets_chart_runs_the_image_built_here_in_three_deployments(rendered):
+def deployments_of(rendered: list[dict], image: str) -> set[str]:
+    """The names of the rendered Deployments, each checked to run ``image`` as built here."""
     deployments = {d["metadata"]["name"]: d for d in rendered if d["kind"] == "Deployment"}
-    assert set(deployments) == {
+    for deployment in deployments.values():
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert (container["image"], container["imagePullPolicy"]) == (image, "IfNotPresent")
+    return set(deployments)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> list[dict]:
+    source = addons_tool.go_build.module_source(addons_tool.ESO_MODULE_DIR, addons_tool.ESO_MODULE)
+    chart = addons_tool.eso_chart(source, tmp_path_factory.mktemp("charts"))
+    return helm_template("external-secrets", chart, addons_tool.eso_values(ESO_IMAGE))
+
+
+def test_external_secrets_chart_runs_the_image_built_here_in_three_deployments(rendered):
+    assert deployments_of(rendered, ESO_IMAGE) == {
         "external-secrets",
         "external-secrets-webhook",
         "external-secrets-cert-controller",
     }
-    for deployment in deployments.values():
-        [container] = deployment["spec"]["template"]["spec"]["containers"]
-        assert container["image"] == ESO_IMAGE
-        assert container["imagePullPolicy"] == "IfNotPresent"
     assert not [d for d in rendered if d["kind"] == "CustomResourceDefinition"]
 
 
@@ -163,29 +172,44 @@ def test_dry_run_says_what_it_would_build_and_install():
     assert done.returncode == 0, done.stderr
     assert "would build external-secrets-v0.16.2 into " in done.stderr
     assert "would build cert-manager-v1.21.2 into " in done.stderr
-    for image in (ESO_IMAGE, OPENBAO_IMAGE, CM_CONTROLLER_IMAGE, CM_CAINJECTOR_IMAGE):
+    assert "would build mariadb-operator-v25.10.2 into " in done.stderr
+    for image in (ESO_IMAGE, OPENBAO_IMAGE, CM_CONTROLLER_IMAGE, CM_CAINJECTOR_IMAGE, MDB_IMAGE):
         assert image in done.stderr
 
 
-def test_what_is_not_installed_yet_is_named_with_the_proxys_own_answer(monkeypatch, tmp_path):
-    assert (
-        addons_tool.go_build.required_version(addons_tool.MDB_MODULE_DIR, addons_tool.MDB_MODULE)
-        == "v25.10.2"
+def test_the_mariadb_and_its_secret_are_valid_for_the_nodes_kubernetes():
+    objects = addons_tool.mariadb_objects("localhost/c5c3-kind/mariadb:bookworm", "pw")
+    for obj in objects[:2]:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    mariadb = objects[2]
+    assert (mariadb["kind"], mariadb["metadata"]) == (
+        "MariaDB",
+        {"name": "mariadb", "namespace": "databases"},
     )
-    # no network and an empty module cache: go's own refusal stands for the proxy's
-    monkeypatch.setenv("GOPROXY", "off")
-    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "modcache"))
-    answer = addons_tool.proxy_answer(addons_tool.MDB_MODULE_DIR, addons_tool.MDB_MODULE)
-    assert answer is not None and "GOPROXY=off" in answer, answer
-    assert "mariadb-operator/v25@v25.10.2" in answer, answer
-    monkeypatch.setattr(addons_tool, "proxy_answer", lambda module_dir, module: "refused")
-    assert addons_tool.unavailable() == ["mariadb-operator: not installed: refused"]
-    monkeypatch.setattr(addons_tool, "proxy_answer", lambda module_dir, module: None)
-    [served] = addons_tool.unavailable()
-    assert served.startswith(
-        "mariadb-operator: not installed: github.com/mariadb-operator/mariadb-operator/v25@"
-        "v25.10.2 is served (hack/mariadb/go.mod)"
-    ), served
+    assert mariadb["spec"]["rootPasswordSecretKeyRef"] == {
+        "name": "mariadb-root",
+        "key": "password",
+    }
+    assert mariadb["spec"]["storage"] == {"ephemeral": True}
+
+
+@pytest.fixture(scope="module")
+def mariadb_operator(tmp_path_factory) -> list[dict]:
+    """mariadb-operator's chart as the install renders it."""
+    charts = addons_tool.mdb_charts(tmp_path_factory.mktemp("mdb"))
+    return helm_template(
+        "mariadb-operator", charts["mariadb-operator"], addons_tool.mdb_values(MDB_IMAGE)
+    )
+
+
+def test_mariadb_operator_runs_the_image_built_here_without_its_crds_chart(mariadb_operator):
+    assert deployments_of(mariadb_operator, MDB_IMAGE) == {
+        "mariadb-operator",
+        "mariadb-operator-webhook",
+        "mariadb-operator-cert-controller",
+    }
+    # the CRDs are the mariadb-operator-crds release's, installed first
+    assert not [d for d in mariadb_operator if d["kind"] == "CustomResourceDefinition"]
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,9 @@ def test_it_builds_what_the_tiers_build_kubernetes_first():
     labels = [make().label for _, make in prebuild.builds({})]
     assert labels[:2] == [kube_assets.kube_build().label, helm_tool.helm_build().label]
     assert netpol_tool.build().label in labels and gateway_tool.eg_build().label in labels
-    assert addons_tool.eso_build().label in labels and addons_tool.cm_build().label in labels
-    assert len(labels) == len(set(labels)) == 10  # and the kind node's four tools
+    for build in (addons_tool.eso_build, addons_tool.cm_build, addons_tool.mdb_build):
+        assert build().label in labels
+    assert len(labels) == len(set(labels)) == 11  # and the kind node's four tools
 
 
 def test_binaries_named_by_the_environment_are_not_built():
