@@ -320,15 +320,21 @@ def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def root_token(cluster: Cluster) -> str:
-    """The dev server's root token: the one in place, else a new one."""
+def kept_or_new(cluster: Cluster, name: str, namespace: str, key: str) -> str:
+    """The value of ``key`` in the Secret ``namespace/name`` where it is there, else a new
+    random one (hex: OpenBao refuses a root token ID in its own token formats, "s.")."""
     try:
-        found = cluster.get("secret", ROOT_TOKEN_SECRET, "-n", OPENBAO_NAMESPACE)
+        found = cluster.get("secret", name, "-n", namespace)
     except AddonError:
         found = {}
-    if (found.get("data") or {}).get("token"):
-        return base64.b64decode(found["data"]["token"]).decode()
-    return secrets.token_hex(16)  # OpenBao refuses an ID of its own token formats ("s.")
+    if (found.get("data") or {}).get(key):
+        return base64.b64decode(found["data"][key]).decode()
+    return secrets.token_hex(16)
+
+
+def root_token(cluster: Cluster) -> str:
+    """The dev server's root token: the one in place, else a new one."""
+    return kept_or_new(cluster, ROOT_TOKEN_SECRET, OPENBAO_NAMESPACE, "token")
 
 
 def openbao_objects(image: str, token: str) -> list[dict[str, Any]]:
@@ -594,13 +600,7 @@ def mariadb_objects(image: str, password: str) -> list[dict[str, Any]]:
 
 def mariadb_root_password(cluster: Cluster) -> str:
     """Root's password: the one in place, else a new one."""
-    try:
-        found = cluster.get("secret", MARIADB_ROOT_SECRET, "-n", DATABASES)
-    except AddonError:
-        found = {}
-    if (found.get("data") or {}).get("password"):
-        return base64.b64decode(found["data"]["password"]).decode()
-    return secrets.token_hex(16)
+    return kept_or_new(cluster, MARIADB_ROOT_SECRET, DATABASES, "password")
 
 
 def install_mariadb_operator(cluster: Cluster, refs: dict[str, str], work: Path) -> None:
