@@ -37,9 +37,10 @@ Put a secret into that OpenBao (the pod's ``BAO_ADDR`` and ``BAO_TOKEN`` are set
 * **mariadb-operator v25.10.2** (the proxy refuses to list its versions but serves this
   release, pinned in ``hack/mariadb/go.mod``), as its users install it: its two Helm charts
   from the module (release ``mariadb-operator-crds``, then ``mariadb-operator`` with its
-  webhook and cert-controller, namespace ``mariadb-operator``); the controller's pod asks
-  CoreDNS (installed here as ``make cluster-gateway`` does, kube-system/kube-dns at
-  10.96.0.10) for the MariaDB Services' names. A ``MariaDB`` ``mariadb`` in ``databases``
+  webhook and cert-controller, namespace ``mariadb-operator``); the controller finds a
+  MariaDB by its Service's name through the cluster DNS (CoreDNS, installed here as ``make
+  cluster-gateway`` does at kube-system/kube-dns, 10.96.0.10: the address the node's
+  kubelet gives every pod). A ``MariaDB`` ``mariadb`` in ``databases``
   (root's password in the Secret ``databases/mariadb-root``, data in an emptyDir) on
   Debian's server in the kind tooling's image (hack/kind/mariadb: the public image's
   environment interface), which the install waits for until it is Ready.
@@ -58,7 +59,6 @@ from __future__ import annotations
 import base64
 import importlib.metadata
 import importlib.util
-import json
 import secrets
 import shutil
 import sys
@@ -566,18 +566,6 @@ def mdb_values(image: str) -> list[str]:
     return out
 
 
-CLUSTER_DNS = {
-    "dnsPolicy": "None",
-    "dnsConfig": {
-        "nameservers": [gateway_tool.DNS_IP],
-        "searches": [f"{MDB_NAMESPACE}.svc.cluster.local", "svc.cluster.local", "cluster.local"],
-        "options": [{"name": "ndots", "value": "5"}],
-    },
-}
-"""The controller reaches a MariaDB by its Service's name; the node's pods have no cluster
-DNS of their own (the kubelet names none), so the controller's pod asks CoreDNS."""
-
-
 def mariadb_objects(image: str, password: str) -> list[dict[str, Any]]:
     """The ``MariaDB`` ``mariadb`` in ``databases``: one server on the image built here, its
     data in an emptyDir (``storage.ephemeral``), root's password in a Secret."""
@@ -615,10 +603,6 @@ def install_mariadb_operator(cluster: Cluster, refs: dict[str, str], work: Path)
             "upgrade", "--install", release, str(charts[release]), "--namespace", MDB_NAMESPACE,
             "--create-namespace", *values, "--wait", "--timeout", "5m",
         )  # fmt: skip
-    cluster.kubectl(
-        "-n", MDB_NAMESPACE, "patch", f"deployment/{MDB_RELEASE}", "--type=merge",
-        "-p", json.dumps({"spec": {"template": {"spec": CLUSTER_DNS}}}),
-    )  # fmt: skip
     for deployment in (MDB_RELEASE, f"{MDB_RELEASE}-webhook", f"{MDB_RELEASE}-cert-controller"):
         cluster.kubectl(
             "-n", MDB_NAMESPACE, "rollout", "status", f"deployment/{deployment}",

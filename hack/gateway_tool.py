@@ -9,10 +9,10 @@
 What it installs, each the way its users install it:
 
 * **CoreDNS** as the cluster's DNS (Deployment ``coredns`` and Service ``kube-dns`` at
-  10.96.0.10 in ``kube-system``, answering ``cluster.local`` from the API): the node has no
-  cluster DNS, and an Envoy proxy finds Envoy Gateway's xDS server by its Service name (a
-  ``STRICT_DNS`` cluster the bootstrap validation forbids changing). The proxies use it
-  through their pod's ``dnsConfig``; nothing else on the node does.
+  10.96.0.10 in ``kube-system``, answering ``cluster.local`` from the API): the node's
+  kubelet gives every pod that address, which nothing answers until CoreDNS is there, and
+  an Envoy proxy finds Envoy Gateway's xDS server by its Service name (a ``STRICT_DNS``
+  cluster the bootstrap validation forbids changing).
 * **The Gateway API CRDs, standard channel v1.6.1, and Envoy Gateway's CRDs**: Envoy
   Gateway's ``gateway-crds-helm`` chart rendered with ``helm template`` and applied
   server-side, as Envoy Gateway's install guide does for the standard channel.
@@ -80,7 +80,7 @@ GATEWAY = "glance-gw"
 LISTENER = "https"
 DOMAIN = "glance.test"
 TLS_SECRET = "glance-gw-tls"
-DNS_IP = "10.96.0.10"
+DNS_IP = "10.96.0.10"  # the kubelet's clusterDNS (hack/node/layout.py)
 NODE_PORT = 30443  # the HTTPS listener on the node's address, fixed so the docs can name it
 CLUSTER_DOMAIN = "cluster.local"
 WAIT = "300s"
@@ -346,18 +346,6 @@ def coredns_objects(image: str) -> list[dict[str, Any]]:
 
 def gateway_objects(envoy_image: str, cert_pem: str, key_pem: str) -> list[dict[str, Any]]:
     """The namespace, the listener's certificate, the EnvoyProxy, GatewayClass and Gateway."""
-    proxy_dns = {
-        "dnsPolicy": "None",
-        "dnsConfig": {
-            "nameservers": [DNS_IP],
-            "searches": [
-                f"{EG_NAMESPACE}.svc.{CLUSTER_DOMAIN}",
-                f"svc.{CLUSTER_DOMAIN}",
-                CLUSTER_DOMAIN,
-            ],
-            "options": [{"name": "ndots", "value": "5"}],
-        },
-    }
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         {
@@ -387,10 +375,6 @@ def gateway_objects(envoy_image: str, cert_pem: str, key_pem: str) -> list[dict[
                         "envoyDeployment": {
                             "replicas": 1,
                             "container": {"image": envoy_image},
-                            "patch": {
-                                "type": "StrategicMerge",
-                                "value": {"spec": {"template": {"spec": proxy_dns}}},
-                            },
                         },
                     },
                 }

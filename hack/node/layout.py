@@ -24,6 +24,9 @@ class Layout:
     pod_cidr: str = "10.244.0.0/24"
     cni_bridge: str = "c5c3-cni0"
     service_cidr: str = "10.96.0.0/24"
+    # The cluster DNS the kubelet gives pods (ClusterFirst); CoreDNS answers there once an
+    # add-on tool installed it (make cluster-addons, make cluster-gateway).
+    cluster_dns_ip: str = "10.96.0.10"
     api_port: int = 6443
     run_dir: Path = Path("/run/c5c3-node")
 

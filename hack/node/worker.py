@@ -122,6 +122,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                     "failSwapOn": False,
                     "containerRuntimeEndpoint": f"unix://{lay.containerd_socket}",
                     "clusterDomain": "cluster.local",
+                    "clusterDNS": [lay.cluster_dns_ip],
                     "resolvConf": "/etc/resolv.conf",
                     "podCIDR": lay.pod_cidr,
                     "serializeImagePulls": False,
