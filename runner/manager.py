@@ -120,8 +120,10 @@ class Manager:
         self.started = threading.Event()
         self.controllers: dict[tuple[str, str], Controller] = {}
         self.informers: list[Informer] = []
-        self.late_informers: list[Informer] = []  # started by _discover_gates
-        self.unserved_gates: list[tuple[str, str, list[str | None], Any]] = []
+        self.late_informers: list[Informer] = []  # started by _discover_late
+        # The gate and dependent kinds not served at start: (api_version, kind, namespaces,
+        # handler, informer options), asked for again by _discover_late.
+        self.unserved: list[tuple[str, str, list[str | None], Any, dict[str, Any]]] = []
         self.child_informers: list[Informer] = []
         """The informers of the kinds that have a parent (``controller.PARENT_KINDS``)."""
         self.referring_informers: list[Informer] = []
@@ -410,30 +412,18 @@ class Manager:
         self._watch_gates(namespaces)
         self._watch_references(namespaces)
         for api_version, kind in ctl.dependent_kinds(self.watches):
-            try:
-                served = self.client.serves(api_version, kind)
-            except Exception as error:
-                log.warning(
-                    "cannot discover a dependent kind",
-                    kind=kind,
-                    api_version=api_version,
-                    error=str(error),
-                )
-                served = False
-            if not served:
-                log.info(
-                    "dependent kind not served, not watched", kind=kind, api_version=api_version
+            options = {
+                "label_selector": self.settings.dependent_label_selector or None,
+                "transform": ctl.compact_dependent,
+            }
+            if not self._served(api_version, kind):
+                self.unserved.append(
+                    (api_version, kind, namespaces, self._dependent_handler, options)
                 )
                 continue
             for namespace in namespaces:
                 informer = Informer(
-                    self.client,
-                    api_version,
-                    kind,
-                    namespace,
-                    self._dependent_handler,
-                    label_selector=self.settings.dependent_label_selector or None,
-                    transform=ctl.compact_dependent,
+                    self.client, api_version, kind, namespace, self._dependent_handler, **options
                 )
                 if kind == "Job":
                     informer.handler = self._job_handler(informer)
@@ -464,8 +454,8 @@ class Manager:
                 "controller started", controller=controller.name, workers=controller.concurrency
             )
         self._workers_started = True
-        if self.unserved_gates:
-            discovery = threading.Thread(target=self._discover_gates, name="gates", daemon=True)
+        if self.unserved:
+            discovery = threading.Thread(target=self._discover_late, name="discovery", daemon=True)
             discovery.start()
 
     def _watch_registrations(self) -> None:
@@ -517,28 +507,37 @@ class Manager:
             stores.append(((EXTERNAL_SECRETS_API, CLUSTER_SECRET_STORE), [None]))
         gates += [(gvk, where, ctl.SECRET_STORE, ctl.secret_store_keys) for gvk, where in stores]
         for (api_version, kind), where, relation, keys_of in gates:
-            try:
-                served = self.client.serves(api_version, kind)
-            except Exception as error:
-                log.warning(f"cannot discover {kind}", api_version=api_version, error=str(error))
-                served = False
             handler = self._gate_handler(kind, relation, keys_of)
-            if not served:
-                log.info(f"{kind} not served, not watched yet", api_version=api_version)
-                self.unserved_gates.append((api_version, kind, where, handler))
+            options = {"transform": ctl.compact_readiness}
+            if not self._served(api_version, kind):
+                self.unserved.append((api_version, kind, where, handler, options))
                 continue
-            self._add_informers(api_version, kind, where, handler, transform=ctl.compact_readiness)
+            self._add_informers(api_version, kind, where, handler, **options)
 
-    def _discover_gates(self) -> None:
-        """Every ``gate_discovery_period``, ask discovery again for the gates' kinds the
-        cluster did not serve at start (external-secrets or mariadb-operator installed after
-        the operator): one served now is watched from then on, and its informer's first list
-        wakes the Glances it gates. These informers do not count for readiness: the
-        operator stays ready while one lists."""
+    def _served(self, api_version: str, kind: str) -> bool:
+        """Whether the cluster serves ``kind``; when it does not (or discovery failed), said
+        so as ``<kind> not served, not watched yet``: :meth:`_discover_late` asks again."""
+        try:
+            served = self.client.serves(api_version, kind)
+        except Exception as error:
+            log.warning(f"cannot discover {kind}", api_version=api_version, error=str(error))
+            served = False
+        if not served:
+            log.info(f"{kind} not served, not watched yet", api_version=api_version)
+        return served
+
+    def _discover_late(self) -> None:
+        """Every ``gate_discovery_period``, ask discovery again for the gate and dependent
+        kinds the cluster did not serve at start (external-secrets or mariadb-operator
+        installed after the operator): one served now is watched from then on. A gate's
+        informer's first list wakes the Glances it gates; a dependent kind's (a
+        mariadb-operator Database, User or Grant) wakes its owner when its readiness flips,
+        as if it had been served from the start. These informers do not count for
+        readiness: the operator stays ready while one lists."""
         period = self.settings.gate_discovery_period
-        while self.unserved_gates and not self.stop_requested.wait(period):
-            for gate in list(self.unserved_gates):
-                api_version, kind, where, handler = gate
+        while self.unserved and not self.stop_requested.wait(period):
+            for entry in list(self.unserved):
+                api_version, kind, where, handler, options = entry
                 try:
                     self.client.forget_served(api_version)
                     served = self.client.serves(api_version, kind)
@@ -547,15 +546,10 @@ class Manager:
                     continue
                 if not served:
                     continue
-                self.unserved_gates.remove(gate)
+                self.unserved.remove(entry)
                 for namespace in where:
                     informer = Informer(
-                        self.client,
-                        api_version,
-                        kind,
-                        namespace,
-                        handler,
-                        transform=ctl.compact_readiness,
+                        self.client, api_version, kind, namespace, handler, **options
                     )
                     self.late_informers.append(informer.start())
                 log.info(f"{kind} served now, watched", api_version=api_version)

@@ -294,8 +294,8 @@ _OPTIONS: tuple[tuple[str, str | None, str | None, str], ...] = (
         "--gate-discovery-period",
         "GATE_DISCOVERY_PERIOD",
         "30s",
-        "how often a gate's kind not served at start (external-secrets', mariadb-operator's) "
-        "is asked for again; watched once it is served",
+        "how often a gate's or dependent's kind not served at start (external-secrets', "
+        "mariadb-operator's) is asked for again; watched once it is served",
     ),
     (
         "--graceful-shutdown-timeout",
