@@ -1460,6 +1460,7 @@ def test_managed_static_asks_for_a_database_a_user_and_a_grant_named_after_the_g
     }
     assert objects["mariadb_user"] == {
         **meta,
+        "annotations": {"glance.c5c3.io/db-connection-hash": "d" * 64},
         "mariadb_ref": ref,
         "password_secret_key_ref": {"name": "glance-db", "key": "password"},
     }
@@ -1470,6 +1471,17 @@ def test_managed_static_asks_for_a_database_a_user_and_a_grant_named_after_the_g
         "database": "glance",
         "table": "*",
         "username": "glance",
+    }
+
+
+def test_a_rotated_password_changes_the_user_so_mariadb_operator_sets_it():
+    """mariadb-operator reads the password when the User changes (the Secret is watched
+    only with its k8s.mariadb.com/watch label): the DSN's hash on the User is that change."""
+    before = desired({"database": MANAGED_DB})["mariadb_user"]
+    after = desired({"database": MANAGED_DB}, artifacts(dsn_digest="e" * 64))["mariadb_user"]
+    assert before["annotations"] != after["annotations"]
+    assert {k: v for k, v in before.items() if k != "annotations"} == {
+        k: v for k, v in after.items() if k != "annotations"
     }
 
 

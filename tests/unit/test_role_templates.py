@@ -274,7 +274,7 @@ def expected_object(key: str, d: dict) -> dict:
                 table=d["table"],
                 username=d["username"],
             )
-        metadata = _metadata(d)
+        metadata = _metadata(d, d.get("annotations"))
         kind = {"mariadb_database": "Database", "mariadb_user": "User"}.get(key, "Grant")
         return {
             "apiVersion": "k8s.mariadb.com/v1alpha1",

@@ -13,6 +13,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.glance_secrets
     DB_PASSWORD_KEY,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    DB_CONNECTION_HASH_ANNOTATION,
     Artifacts,
     _metadata,
     _name,
@@ -59,11 +60,21 @@ def mariadb_database(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[st
 
 def mariadb_user(glance: Mapping[str, Any], artifacts: Artifacts) -> dict[str, Any] | None:
     """The ``User`` ``{name}`` with the password of ``database.secretRef`` (key ``password``);
-    None unless managed with Static credentials. ``maxUserConnections`` stays unset."""
+    None unless managed with Static credentials. ``maxUserConnections`` stays unset.
+
+    Annotated with the DSN's hash (the pod template's ``db-connection-hash``), which the
+    reference does not do: mariadb-operator reads the password when the User changes, and
+    watches the Secret only when it carries the label ``k8s.mariadb.com/watch`` (else it
+    reads it again at its ``--requeue-sql`` period, 10 h by default). A password rotated in
+    the Secret changes the annotation, so the User is written and mariadb-operator sets the
+    new password in the same pass that rolls the pods onto it (found with the real
+    controller, tests/cluster/test_with_mariadb_operator.py)."""
     spec = _spec(glance)
     if not _static_managed(spec):
         return None
     out = _mariadb_metadata(glance, artifacts)
+    if artifacts.dsn_digest is not None:
+        out["annotations"] = {DB_CONNECTION_HASH_ANNOTATION: artifacts.dsn_digest}
     out["mariadb_ref"] = _mariadb_ref(spec)
     out["password_secret_key_ref"] = {
         "name": spec["database"]["secretRef"]["name"],
