@@ -16,6 +16,12 @@ has made. A resource whose MariaDB (``spec.mariaDbRef``) is not Ready, or whose 
 not exist yet (for a Grant), is left not Ready, as the real operator leaves it. Deleting a
 resource here drops nothing: the tests check what the Glance operator deletes.
 
+The cluster tier runs the real mariadb-operator (tests/cluster/test_with_mariadb_operator.py);
+this stand-in serves the reconcile tier, where no controller runs. Unlike the real one it
+never comes back to a Ready resource: the real controller reconciles a User again when the
+User changes (the operator's DSN-hash annotation on a rotation) and drops the database and
+user when their resources are deleted (``cleanupPolicy`` ``Delete``, its default).
+
 SQL identifiers come from the CRs; they are quoted, and only ``[A-Za-z0-9_]`` names are
 accepted (the Glance CRD's pattern for the database; the Glance's name for the user).
 """
