@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,36 @@ def sample_documents(
             }
         out.append(doc)
     return out
+
+
+def status_report(
+    node,
+    namespace: str,
+    listings: Sequence[tuple[str, ...]],
+    logs: Sequence[tuple[str, str]] = (),
+    tail: int = 40,
+) -> str:
+    """For the log: each object ``listings`` names (``kubectl get`` arguments: one object
+    or a list) with its status, the last ``tail`` log lines of the ``logs`` Deployments
+    (namespace, name), and ``namespace``'s events."""
+    out = []
+    for args in listings:
+        done = node.kubectl("get", *args, "-o", "json", check=False)
+        if done.returncode:
+            out.append(f"{' '.join(args)}: {done.stderr.strip()}")
+            continue
+        found = json.loads(done.stdout)
+        for obj in found.get("items", [found]):
+            out.append(f"{obj['kind']} {obj['metadata']['name']}: {json.dumps(obj.get('status'))}")
+    for where, deployment in logs:
+        done = node.kubectl(
+            "-n", where, "logs", f"deploy/{deployment}", f"--tail={tail}", check=False
+        )  # fmt: skip
+        out.append(f"--- {where}/{deployment}:\n{(done.stdout or done.stderr)[-6000:]}")
+    events = node.kubectl(
+        "get", "events", "-n", namespace, "--sort-by=.lastTimestamp", check=False
+    ).stdout  # fmt: skip
+    return "\n".join(out) + "\n--- events:\n" + events[-4000:]
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -77,6 +77,7 @@ from cluster.objects import (
     pod_cgroup_stats,
     pod_ready,
     sample_documents,
+    status_report,
 )
 
 pytestmark = pytest.mark.cluster
@@ -116,25 +117,13 @@ def route_condition(node) -> dict[str, Any]:
     return conditions(glance(node)).get("HTTPRouteReady", {})
 
 
-def status_report(node) -> str:
+def gateway_report(node) -> str:
     """The Gateway's and the routes' status and the namespace's events, for the log."""
-    out = []
-    for args in (
-        ("gateway", GATEWAY_NAME, "-n", GATEWAY_NAMESPACE),
-        ("httproutes", "-n", NAMESPACE),
-    ):
-        done = node.kubectl("get", *args, "-o", "json", check=False)
-        if done.returncode:
-            out.append(f"{' '.join(args)}: {done.stderr.strip()}")
-            continue
-        found = json.loads(done.stdout)
-        for obj in found.get("items", [found]):
-            name = obj["metadata"]["name"]
-            out.append(f"{obj['kind']} {name}: {json.dumps(obj.get('status') or {})}")
-    events = node.kubectl(
-        "get", "events", "-n", NAMESPACE, "--sort-by=.lastTimestamp", check=False
-    ).stdout  # fmt: skip
-    return "\n".join(out) + "\n" + events[-4000:]
+    return status_report(
+        node,
+        NAMESPACE,
+        [("gateway", GATEWAY_NAME, "-n", GATEWAY_NAMESPACE), ("httproutes", "-n", NAMESPACE)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +139,7 @@ def gateway(shell, node, say):
         assert programmed.get("status") == "True", found.get("status")
         yield Gateway(address, Path(CA))
     finally:
-        say("[gateway] at the end:\n" + status_report(node))
+        say("[gateway] at the end:\n" + gateway_report(node))
         removed = node.kubectl(
             "delete", "namespace", NAMESPACE, "--ignore-not-found", "--timeout=300s", check=False
         )
@@ -198,7 +187,7 @@ def routed(node, operator, services, gateway, say) -> dict[str, Any]:
         return None
 
     before = wait_until("API pods Ready, route not accepted", unaccepted, READY_TIMEOUT, 2)
-    say("[gateway] route to a missing Gateway:\n" + status_report(node))
+    say("[gateway] route to a missing Gateway:\n" + gateway_report(node))
     set_parent(node, GATEWAY_NAME)
 
     def accepted():
@@ -208,7 +197,7 @@ def routed(node, operator, services, gateway, say) -> dict[str, Any]:
         return found if ready and route else None
 
     after = wait_until("HTTPRouteReady and Ready True", accepted, READY_TIMEOUT, 2)
-    say("[gateway] route to glance-gw:\n" + status_report(node))
+    say("[gateway] route to glance-gw:\n" + gateway_report(node))
     return {"before": before, "after": after}
 
 

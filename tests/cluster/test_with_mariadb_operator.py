@@ -31,7 +31,6 @@ removes them with ``make cluster-addons-down``; the node's teardown removes them
 
 from __future__ import annotations
 
-import json
 import secrets
 from typing import Any
 
@@ -40,7 +39,15 @@ import yaml
 from e2e.stack import DEMO_PASSWORD, GLANCE_PASSWORD, S3_ACCESS_KEY, S3_SECRET_KEY, http
 
 from cluster.conftest import OPERATOR_NAMESPACE, RELEASE, ROOT, wait_until
-from cluster.objects import apply, conditions, get, glance_pods, json_lines, pod_ready
+from cluster.objects import (
+    apply,
+    conditions,
+    get,
+    glance_pods,
+    json_lines,
+    pod_ready,
+    status_report,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -276,21 +283,11 @@ def operator_passes(node, name: str) -> list[dict[str, Any]]:
 def managed_report(node) -> str:
     """mariadb-operator's kinds in the managed namespace with their status, its events and
     the controller's log tail: for the log."""
-    out = []
-    done = node.kubectl(
-        "get", "mariadbs.k8s.mariadb.com,databases.k8s.mariadb.com,users.k8s.mariadb.com,"
-        "grants.k8s.mariadb.com", "-n", MANAGED, "-o", "json", check=False,
-    )  # fmt: skip
-    for obj in json.loads(done.stdout or "{}").get("items", []):
-        out.append(f"{obj['kind']} {obj['metadata']['name']}: {json.dumps(obj.get('status'))}")
-    logs = node.kubectl(
-        "-n", "mariadb-operator", "logs", "deploy/mariadb-operator", "--tail=60", check=False
-    )  # fmt: skip
-    out.append(f"--- mariadb-operator:\n{(logs.stdout or logs.stderr)[-6000:]}")
-    events = node.kubectl(
-        "get", "events", "-n", MANAGED, "--sort-by=.lastTimestamp", check=False
-    ).stdout  # fmt: skip
-    return "\n".join(out) + "\n--- events:\n" + events[-4000:]
+    kinds = ["mariadbs", "databases", "users", "grants"]
+    listing = ",".join(f"{kind}.k8s.mariadb.com" for kind in kinds)
+    return status_report(
+        node, MANAGED, [(listing, "-n", MANAGED)], [("mariadb-operator", "mariadb-operator")], 60
+    )
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,6 @@ logs go to the log and ``make cluster-addons-down`` removes everything it instal
 from __future__ import annotations
 
 import base64
-import json
 import secrets
 from typing import Any
 
@@ -40,7 +39,15 @@ import pytest
 from e2e.stack import DEMO_PASSWORD, GLANCE_PASSWORD, http
 
 from cluster.conftest import wait_until
-from cluster.objects import apply, conditions, get, glance_pods, pod_ready, sample_documents
+from cluster.objects import (
+    apply,
+    conditions,
+    get,
+    glance_pods,
+    pod_ready,
+    sample_documents,
+    status_report,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -120,31 +127,17 @@ def eso_ready(node, name: str) -> dict[str, Any]:
 def report(node) -> str:
     """external-secrets' kinds with their status, the namespace's events, its controllers'
     and OpenBao's log tails: for the log."""
-    out = []
-    for args in (
-        ("clustersecretstores",),
-        ("externalsecrets", "-n", NAMESPACE),
-    ):
-        done = node.kubectl("get", *args, "-o", "json", check=False)
-        if done.returncode:
-            out.append(f"{' '.join(args)}: {done.stderr.strip()}")
-            continue
-        for obj in json.loads(done.stdout).get("items", []):
-            out.append(f"{obj['kind']} {obj['metadata']['name']}: {json.dumps(obj.get('status'))}")
-    for namespace, deployment in (
-        (ESO_NAMESPACE, "external-secrets"),
-        (ESO_NAMESPACE, "external-secrets-webhook"),
-        (ESO_NAMESPACE, "external-secrets-cert-controller"),
-        ("openbao", "openbao"),
-    ):
-        logs = node.kubectl(
-            "-n", namespace, "logs", f"deploy/{deployment}", "--tail=40", check=False
-        )  # fmt: skip
-        out.append(f"--- {namespace}/{deployment}:\n{(logs.stdout or logs.stderr)[-4000:]}")
-    events = node.kubectl(
-        "get", "events", "-n", NAMESPACE, "--sort-by=.lastTimestamp", check=False
-    ).stdout  # fmt: skip
-    return "\n".join(out) + "\n--- events:\n" + events[-4000:]
+    return status_report(
+        node,
+        NAMESPACE,
+        [("clustersecretstores",), ("externalsecrets", "-n", NAMESPACE)],
+        [
+            (ESO_NAMESPACE, "external-secrets"),
+            (ESO_NAMESPACE, "external-secrets-webhook"),
+            (ESO_NAMESPACE, "external-secrets-cert-controller"),
+            ("openbao", "openbao"),
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
