@@ -69,6 +69,20 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+def pytest_collection_modifyitems(items):
+    """The chaos faults last (``make cluster-test``, ``make chaos``): their module leaves the
+    kustomize install in place for the modules after it, and the chart's modules
+    (test_helm.py, test_install_upgrade.py) must find no operator installed. Only this
+    package's items move, among their own places; every other module keeps its order."""
+    here = Path(__file__).parent
+    places = [i for i, item in enumerate(items) if here in Path(item.path).parents]
+    ours = sorted(
+        (items[i] for i in places), key=lambda item: bool(item.get_closest_marker("chaos"))
+    )
+    for place, item in zip(places, ours, strict=True):
+        items[place] = item
+
+
 # --- the commands docs/cluster.md shows, run as written ------------------------------------
 
 DOC = ROOT / "docs" / "cluster.md"
