@@ -1,9 +1,10 @@
 """Where the client's connection comes from: kubeconfig files, their merge, credentials,
 the in-cluster service account, and the settings it refuses rather than ignores.
 
-The kubeconfig is read by ``kubernetes.config`` into a private ``Configuration``; these tests
-check what lands in it (the library writes ``-data`` fields to files it names in
-``ssl_ca_cert``, ``cert_file`` and ``key_file``) and the errors that stay ours."""
+The kubeconfig is read by ``kube_config`` (our own, no ``kubernetes`` package) into a
+``Connection``; these tests check what lands in it (the CA as ``ca_file`` or ``ca_data``,
+client certificates as files, ``-data`` ones written to private files it names in
+``cert_file`` and ``key_file``; the credential through ``authorization()``) and the errors."""
 
 from __future__ import annotations
 
@@ -70,9 +71,9 @@ def test_an_explicit_kubeconfig_gives_server_namespace_and_token(tmp_path):
     conn = kc.load_connection(str(path))
     assert conn.server == "https://127.0.0.1:6443"
     assert conn.namespace == "openstack"
-    assert read(conn.configuration.ssl_ca_cert) == b"CA PEM"
-    assert conn.configuration.api_key == {"BearerToken": "Bearer t0k"}
-    assert conn.configuration.host == "https://127.0.0.1:6443"
+    assert conn.ca_data == b"CA PEM" and conn.ca_file is None
+    assert conn.authorization() == "Bearer t0k"
+    assert conn.verify is True and conn.proxy is None
     assert "context c" in conn.source
 
 
@@ -116,8 +117,8 @@ def test_file_references_are_relative_to_the_kubeconfig(tmp_path):
         cluster_extra={"certificate-authority": "certs/ca.crt"},
         user={"client-certificate": "certs/c.crt", "client-key": "certs/c.key"},
     )
-    config = kc.load_connection(str(path)).configuration
-    assert (read(config.ssl_ca_cert), read(config.cert_file), read(config.key_file)) == (
+    config = kc.load_connection(str(path))
+    assert (read(config.ca_file), read(config.cert_file), read(config.key_file)) == (
         b"CA",
         b"CERT",
         b"KEY",
@@ -163,10 +164,11 @@ def test_proxy_url_and_tls_settings_reach_the_configuration(tmp_path):
             "insecure-skip-tls-verify": True,
         },
     )
-    config = kc.load_connection(str(path)).configuration
+    config = kc.load_connection(str(path))
     assert config.proxy == "http://127.0.0.1:3128"
+    assert config.proxy_for_requests() == "http://127.0.0.1:3128"
     assert config.tls_server_name == "kubernetes.default"
-    assert config.verify_ssl is False
+    assert config.verify is False
 
 
 ENV_PROXY = "http://proxy.example:3128"
@@ -200,7 +202,7 @@ def test_an_environment_proxy_is_not_used_for_an_api_server_on_loopback(
     monkeypatch.setenv("NO_PROXY", "api.internal")
     extra = {"proxy-url": proxy_url} if proxy_url else None
     path = kubeconfig(tmp_path / "kc", server=server, cluster_extra=extra)
-    config = kc.load_connection(str(path)).configuration
+    config = kc.load_connection(str(path))
     assert config.proxy == expected
     assert config.no_proxy == "api.internal"
 
@@ -215,9 +217,9 @@ def test_the_in_cluster_connection_takes_the_environment_proxy_but_not_for_loopb
     monkeypatch.setenv("HTTPS_PROXY", ENV_PROXY)
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-    assert kc.in_cluster_connection(sa).configuration.proxy == ENV_PROXY
+    assert kc.in_cluster_connection(sa).proxy == ENV_PROXY
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    assert kc.in_cluster_connection(sa).configuration.proxy is None
+    assert kc.in_cluster_connection(sa).proxy is None
 
 
 def test_the_library_global_configuration_is_left_alone(tmp_path):
@@ -279,8 +281,8 @@ def test_a_kubeconfig_that_is_a_directory_is_refused(tmp_path):
 def test_in_cluster_reads_the_service_account(tmp_path, monkeypatch):
     sa = tmp_path / "sa"
     sa.mkdir()
-    # the library sends the token file as it is: kubelet writes it without a newline
-    (sa / "token").write_text("sa-token")
+    # kubelet writes the token without a newline; surrounding whitespace would be dropped
+    (sa / "token").write_text("sa-token\n")
     (sa / "ca.crt").write_bytes(b"CLUSTER CA")
     (sa / "namespace").write_text("c5c3-glance-system")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
@@ -288,8 +290,8 @@ def test_in_cluster_reads_the_service_account(tmp_path, monkeypatch):
     conn = kc.in_cluster_connection(sa)
     assert conn.server == "https://10.96.0.1:443"
     assert conn.namespace == "c5c3-glance-system"
-    assert conn.configuration.api_key == {"BearerToken": "bearer sa-token"}
-    assert read(conn.configuration.ssl_ca_cert) == b"CLUSTER CA"
+    assert conn.authorization() == "Bearer sa-token"
+    assert read(conn.ca_file) == b"CLUSTER CA"
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
     assert kc.in_cluster_connection(sa).server == "https://[fd00::1]:443"
 
