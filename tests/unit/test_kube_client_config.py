@@ -723,3 +723,21 @@ def test_a_server_that_is_away_is_a_connection_error(tmp_path, recorder):
     client = kc.KubeClient(kc.Connection(server=f"http://127.0.0.1:{free}"), timeout=2)
     with pytest.raises(ConnectionError, match=r"GET /version: "):
         client.request("GET", "/version")
+
+
+def test_an_oidc_user_gets_its_id_token_through_kubernetes_config(tmp_path):
+    """The one credential still read by ``kubernetes.config`` (imported for it alone): an
+    ``oidc`` auth-provider's ``id-token`` (here one that has not expired, so no refresh)."""
+
+    def part(value: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    jwt = ".".join([part({"alg": "none"}), part({"exp": 32503680000, "sub": "me"}), "sig"])
+    user = {
+        "auth-provider": {
+            "name": "oidc",
+            "config": {"id-token": jwt, "idp-issuer-url": "https://idp.invalid"},
+        }
+    }
+    client = client_for(tmp_path, user)
+    assert client._auth_headers() == {"Authorization": f"Bearer {jwt}"}

@@ -469,10 +469,10 @@ class KubeClient:
         stream; with ``metadata_only``, of the objects' ``metadata`` alone (as
         ``list_object``'s, labelled with ``api_version`` and ``kind``).
 
-        A connection of its own for as long as the stream is open; lines are split by
-        ``_lines``. An ``ERROR`` event is yielded as it comes (410 Gone:
-        relist and start again). ``kubernetes.watch.Watch`` is not used: it turns objects
-        into model classes and restarts the stream by itself, where the informer decides.
+        A connection of its own for as long as the stream is open, read line by line as
+        the events arrive (``_lines``). An ``ERROR`` event is yielded as it comes (410
+        Gone: relist and start again); the stream is not restarted here, the informer
+        decides. A read timeout or a broken stream ends the iteration quietly.
         """
         url = self.url_path(
             self.path(api_version, kind, namespace),
