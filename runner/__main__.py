@@ -2,7 +2,7 @@
 resources it lists with their playbooks, serves the admission webhook, ``/healthz``,
 ``/readyz`` and ``/metrics``, until SIGTERM or SIGINT. See ``docs/runner.md``.
 
-The cluster client is the collection's ``KubeClient`` (over the ``kubernetes`` package):
+The cluster client is the collection's ``KubeClient`` (its own, over urllib3):
 the modules and the webhook talk to the API server through it too (one client, one set of
 credential rules), and the runner needs only list, watch, get, patch, create and update.
 """

@@ -88,7 +88,7 @@ WARM = (
 
 # What was imported and built stays for the process's life: out of the garbage collector's
 # sight (gc.freeze), its full collections in this process and in every forked worker no
-# longer walk the million objects of ansible, the kubernetes client and the decision stack
+# longer walk the million objects of ansible and the decision stack
 # (walking them also touches every page a worker shares with this process). A cold no-op
 # pass: 1.48 -> 1.34 CPU-s (medians of 8 interleaved runs; docs/reconcile.md).
 gc.collect()

@@ -1,9 +1,10 @@
 """Where the client's connection comes from: kubeconfig files, their merge, credentials,
 the in-cluster service account, and the settings it refuses rather than ignores.
 
-The kubeconfig is read by ``kubernetes.config`` into a private ``Configuration``; these tests
-check what lands in it (the library writes ``-data`` fields to files it names in
-``ssl_ca_cert``, ``cert_file`` and ``key_file``) and the errors that stay ours."""
+The kubeconfig is read by ``kube_config`` (our own, no ``kubernetes`` package) into a
+``Connection``; these tests check what lands in it (the CA as ``ca_file`` or ``ca_data``,
+client certificates as files, ``-data`` ones written to private files it names in
+``cert_file`` and ``key_file``; the credential through ``authorization()``) and the errors."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_client as kc
+from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_config
 
 
 def b64(data: bytes) -> str:
@@ -70,9 +72,9 @@ def test_an_explicit_kubeconfig_gives_server_namespace_and_token(tmp_path):
     conn = kc.load_connection(str(path))
     assert conn.server == "https://127.0.0.1:6443"
     assert conn.namespace == "openstack"
-    assert read(conn.configuration.ssl_ca_cert) == b"CA PEM"
-    assert conn.configuration.api_key == {"BearerToken": "Bearer t0k"}
-    assert conn.configuration.host == "https://127.0.0.1:6443"
+    assert conn.ca_data == b"CA PEM" and conn.ca_file is None
+    assert conn.authorization() == "Bearer t0k"
+    assert conn.verify is True and conn.proxy is None
     assert "context c" in conn.source
 
 
@@ -116,8 +118,8 @@ def test_file_references_are_relative_to_the_kubeconfig(tmp_path):
         cluster_extra={"certificate-authority": "certs/ca.crt"},
         user={"client-certificate": "certs/c.crt", "client-key": "certs/c.key"},
     )
-    config = kc.load_connection(str(path)).configuration
-    assert (read(config.ssl_ca_cert), read(config.cert_file), read(config.key_file)) == (
+    config = kc.load_connection(str(path))
+    assert (read(config.ca_file), read(config.cert_file), read(config.key_file)) == (
         b"CA",
         b"CERT",
         b"KEY",
@@ -163,10 +165,11 @@ def test_proxy_url_and_tls_settings_reach_the_configuration(tmp_path):
             "insecure-skip-tls-verify": True,
         },
     )
-    config = kc.load_connection(str(path)).configuration
+    config = kc.load_connection(str(path))
     assert config.proxy == "http://127.0.0.1:3128"
+    assert config.proxy_for_requests() == "http://127.0.0.1:3128"
     assert config.tls_server_name == "kubernetes.default"
-    assert config.verify_ssl is False
+    assert config.verify is False
 
 
 ENV_PROXY = "http://proxy.example:3128"
@@ -200,9 +203,12 @@ def test_an_environment_proxy_is_not_used_for_an_api_server_on_loopback(
     monkeypatch.setenv("NO_PROXY", "api.internal")
     extra = {"proxy-url": proxy_url} if proxy_url else None
     path = kubeconfig(tmp_path / "kc", server=server, cluster_extra=extra)
-    config = kc.load_connection(str(path)).configuration
+    config = kc.load_connection(str(path))
     assert config.proxy == expected
     assert config.no_proxy == "api.internal"
+    # NO_PROXY sends requests direct to the server it names (a proxy-url is always used)
+    routed = None if server == "https://api.internal:6443" else expected
+    assert config.proxy_for_requests() == routed
 
 
 def test_the_in_cluster_connection_takes_the_environment_proxy_but_not_for_loopback(
@@ -215,9 +221,9 @@ def test_the_in_cluster_connection_takes_the_environment_proxy_but_not_for_loopb
     monkeypatch.setenv("HTTPS_PROXY", ENV_PROXY)
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-    assert kc.in_cluster_connection(sa).configuration.proxy == ENV_PROXY
+    assert kc.in_cluster_connection(sa).proxy == ENV_PROXY
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    assert kc.in_cluster_connection(sa).configuration.proxy is None
+    assert kc.in_cluster_connection(sa).proxy is None
 
 
 def test_the_library_global_configuration_is_left_alone(tmp_path):
@@ -279,8 +285,8 @@ def test_a_kubeconfig_that_is_a_directory_is_refused(tmp_path):
 def test_in_cluster_reads_the_service_account(tmp_path, monkeypatch):
     sa = tmp_path / "sa"
     sa.mkdir()
-    # the library sends the token file as it is: kubelet writes it without a newline
-    (sa / "token").write_text("sa-token")
+    # kubelet writes the token without a newline; surrounding whitespace would be dropped
+    (sa / "token").write_text("sa-token\n")
     (sa / "ca.crt").write_bytes(b"CLUSTER CA")
     (sa / "namespace").write_text("c5c3-glance-system")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
@@ -288,8 +294,8 @@ def test_in_cluster_reads_the_service_account(tmp_path, monkeypatch):
     conn = kc.in_cluster_connection(sa)
     assert conn.server == "https://10.96.0.1:443"
     assert conn.namespace == "c5c3-glance-system"
-    assert conn.configuration.api_key == {"BearerToken": "bearer sa-token"}
-    assert read(conn.configuration.ssl_ca_cert) == b"CLUSTER CA"
+    assert conn.authorization() == "Bearer sa-token"
+    assert read(conn.ca_file) == b"CLUSTER CA"
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
     assert kc.in_cluster_connection(sa).server == "https://[fd00::1]:443"
 
@@ -409,3 +415,329 @@ def test_api_error_carries_the_status_reason():
     assert str(error) == "POST /x: 409 AlreadyExists: exists"
     assert kc.ApiError(409, {"reason": "Conflict"}, "PATCH", "/x").conflict
     assert json.dumps(kc.ApiError(404, None, "GET", "/y").status) == "{}"
+
+
+# --- what is ours now: no kubernetes package, private files, exec details, HTTP ---------------
+
+
+def test_importing_and_using_the_client_does_not_import_the_kubernetes_package(tmp_path):
+    """The point of our own loader and HTTP: a module's cold process does not pay for
+    ``import kubernetes`` (only an oidc auth-provider user loads it)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    path = kubeconfig(tmp_path / "kc", cluster_extra={"certificate-authority-data": b64(b"CA")})
+    code = (
+        "import sys\n"
+        "from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_client as kc\n"
+        f"kc.KubeClient.from_environment({str(path)!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root / ".collections")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_data_credentials_are_written_to_private_files(tmp_path):
+    path = kubeconfig(
+        tmp_path / "kc",
+        user={"client-certificate-data": b64(b"CERT PEM"), "client-key-data": b64(b"KEY PEM")},
+    )
+    conn = kc.load_connection(str(path))
+    assert (read(conn.cert_file), read(conn.key_file)) == (b"CERT PEM", b"KEY PEM")
+    for name in (conn.cert_file, conn.key_file):
+        assert stat.S_IMODE(os.stat(name).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(Path(name).parent).st_mode) == 0o700
+    # loaded again (a target cluster's client made again): the same files, no new ones
+    again = kc.load_connection(str(path))
+    assert (again.cert_file, again.key_file) == (conn.cert_file, conn.key_file)
+    assert conn.authorization() is None  # the certificate alone authenticates
+
+
+def test_invalid_base64_data_names_the_field(tmp_path):
+    path = kubeconfig(tmp_path / "kc", cluster_extra={"certificate-authority-data": "not base64!"})
+    with pytest.raises(kc.KubeConfigError, match="certificate-authority-data is not base64"):
+        kc.load_connection(str(path))
+
+
+def test_relative_paths_of_a_merged_user_are_relative_to_the_users_own_file(tmp_path, monkeypatch):
+    """client-go resolves each entry's paths against the file that defined it: here the
+    cluster comes from one directory and the user (certificate, token file) from another."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "certs").mkdir(parents=True)
+    (tmp_path / "a" / "ca.crt").write_bytes(b"CA OF A")
+    (tmp_path / "b" / "certs" / "c.crt").write_bytes(b"CERT OF B")
+    (tmp_path / "b" / "certs" / "c.key").write_bytes(b"KEY OF B")
+    (tmp_path / "b" / "token").write_text("token-of-b\n")
+    first = kubeconfig(tmp_path / "a" / "kc", cluster_extra={"certificate-authority": "ca.crt"})
+    doc = yaml.safe_load(first.read_text())
+    doc["users"] = []
+    first.write_text(yaml.safe_dump(doc))
+    kubeconfig(
+        tmp_path / "b" / "kc",
+        user={
+            "client-certificate": "certs/c.crt",
+            "client-key": "certs/c.key",
+            "tokenFile": "token",
+        },
+    )
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'a' / 'kc'}{os.pathsep}{tmp_path / 'b' / 'kc'}")
+    conn = kc.load_connection()
+    assert (read(conn.ca_file), read(conn.cert_file), read(conn.key_file)) == (
+        b"CA OF A",
+        b"CERT OF B",
+        b"KEY OF B",
+    )
+    assert conn.authorization() == "Bearer token-of-b"
+
+
+def test_the_exec_plugin_request_says_non_interactive_and_carries_the_cluster(tmp_path):
+    """``KUBERNETES_EXEC_INFO``: ``spec.interactive`` false, and with ``provideClusterInfo``
+    the cluster as client-go sends it (CA as data, the exec extension as ``config``)."""
+    seen = tmp_path / "info.json"
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        f"open({str(seen)!r}, 'w').write(os.environ['KUBERNETES_EXEC_INFO'])\n"
+        "info = json.loads(os.environ['KUBERNETES_EXEC_INFO'])\n"
+        "print(json.dumps({'apiVersion': info['apiVersion'], 'kind': 'ExecCredential',"
+        " 'status': {'token': 'tok-' + os.environ['EXTRA']}}))\n"
+    )
+    plugin.chmod(0o755)
+    (tmp_path / "ca.crt").write_bytes(b"CA FILE")
+    path = kubeconfig(
+        tmp_path / "kc",
+        cluster_extra={
+            "certificate-authority": "ca.crt",
+            "tls-server-name": "kube.example",
+            "extensions": [
+                {"name": "client.authentication.k8s.io/exec", "extension": {"audience": "x"}}
+            ],
+        },
+        user={
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": "./plugin.py",  # relative to the kubeconfig's directory
+                "env": [{"name": "EXTRA", "value": "42"}],
+                "provideClusterInfo": True,
+            }
+        },
+    )
+    conn = kc.load_connection(str(path))
+    assert conn.authorization() == "Bearer tok-42"
+    info = json.loads(seen.read_text())
+    assert info == {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "kind": "ExecCredential",
+        "spec": {
+            "interactive": False,
+            "cluster": {
+                "server": "https://127.0.0.1:6443",
+                "tls-server-name": "kube.example",
+                "certificate-authority-data": b64(b"CA FILE"),
+                "config": {"audience": "x"},
+            },
+        },
+    }
+
+
+def test_an_exec_plugin_may_answer_with_a_client_certificate(tmp_path):
+    plugin = write_plugin(
+        tmp_path, {"clientCertificateData": "CERT PEM\n", "clientKeyData": "KEY PEM\n"}
+    )
+    conn = kc.load_connection(
+        str(
+            kubeconfig(
+                tmp_path / "kc",
+                user={
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "command": str(plugin),
+                    }
+                },
+            )
+        )
+    )
+    assert (read(conn.cert_file), read(conn.key_file)) == (b"CERT PEM\n", b"KEY PEM\n")
+    assert conn.authorization() is None
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        ({}, "missing token or clientCertificateData field in plugin output"),
+        ({"clientCertificateData": "C"}, "missing clientKeyData field"),
+    ],
+)
+def test_an_exec_plugin_answer_without_a_credential_is_refused(tmp_path, status, message):
+    plugin = write_plugin(tmp_path, status)
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}}
+    with pytest.raises(kc.KubeConfigError, match=f"user 'u': exec plugin .*{message}"):
+        client_for(tmp_path, user)
+
+
+def test_an_exec_plugin_that_is_not_there_names_the_install_hint(tmp_path):
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "c5c3-no-such-plugin",
+            "installHint": "install it from x",
+        }
+    }
+    with pytest.raises(
+        kc.KubeConfigError, match=r"user 'u': exec plugin c5c3-no-such-plugin: .*install it from x"
+    ):
+        client_for(tmp_path, user)
+
+
+def test_the_service_account_token_is_read_again_when_it_rotates(tmp_path, monkeypatch):
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    (sa / "token").write_text("first")
+    (sa / "ca.crt").write_bytes(b"CA")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    conn = kc.in_cluster_connection(sa)
+    assert conn.authorization() == "Bearer first"
+    (sa / "token").write_text("second")
+    os.utime(sa / "token", (1, 1))
+    assert conn.authorization() == "Bearer second"
+
+
+@pytest.mark.parametrize(
+    ("server", "no_proxy", "bypass"),
+    [
+        ("https://api.internal:6443", "api.internal", True),
+        ("https://x.api.internal:6443", ".api.internal", True),
+        ("https://api.internal:6443", "api.internal:6443", True),
+        ("https://10.1.2.3:6443", "10.0.0.0/8", True),
+        ("https://anything:1", "*", True),
+        ("https://api.external:6443", "api.internal,10.0.0.0/8", False),
+        ("https://notapi.internal.example:6443", "api.internal", False),
+    ],
+)
+def test_no_proxy_rules_are_the_kubernetes_clients(server, no_proxy, bypass):
+    assert kube_config.should_bypass_proxies(server, no_proxy) is bypass
+
+
+def test_watch_lines_are_split_across_and_within_chunks():
+    class Streamed:
+        def stream(self, amt=None, decode_content=False):
+            yield b'{"a":'
+            yield b' 1}\n{"b": 2}\n\n{"c": "\xc3'
+            yield b'\xa9"}\n{"partial"'
+
+    assert list(kc._lines(Streamed())) == ['{"a": 1}', '{"b": 2}', "", '{"c": "é"}']
+
+
+@pytest.fixture
+def recorder():
+    """An HTTP server on loopback that records each request (request line, headers,
+    body) and answers ``{"ok": true}`` (404 with a Status for a path with ``missing``)."""
+    import http.server
+    import threading
+
+    seen: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            seen.append(
+                {
+                    "method": self.command,
+                    "target": self.path,
+                    "headers": dict(self.headers.items()),
+                    "body": self.rfile.read(length),
+                }
+            )
+            status, body = (200, {"ok": True})
+            if "missing" in self.path:
+                status, body = (404, {"kind": "Status", "reason": "NotFound", "message": "gone"})
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.seen = seen
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_requests_carry_the_agent_the_credential_and_the_body_as_given(tmp_path, recorder):
+    port = recorder.server_address[1]
+    path = kubeconfig(tmp_path / "kc", server=f"http://127.0.0.1:{port}/prefix")
+    client = kc.KubeClient.from_environment(str(path))
+    assert client.request("POST", "/api/v1/x", body={"a": [1]}) == {"ok": True}
+    client.request("PATCH", "/api/v1/x", body='{"b": 2}', content_type=kc.APPLY_PATCH)
+    client.request("PATCH", "/api/v1/x", body=b"raw", content_type="text/plain")
+    with pytest.raises(kc.ApiError) as caught:
+        client.request("GET", "/api/v1/missing")
+    assert (caught.value.code, caught.value.reason) == (404, "NotFound")
+    answer = client.raw("GET", "/api/v1/missing")
+    assert answer.status == 404 and answer.headers["content-type"] == "application/json"
+    first, second, third, fourth = recorder.seen[:4]
+    assert first["target"] == "/prefix/api/v1/x"
+    assert first["headers"]["User-Agent"] == kc.USER_AGENT
+    assert first["headers"]["Authorization"] == "Bearer t0k"
+    assert first["headers"]["Content-Type"] == "application/json"
+    assert json.loads(first["body"]) == {"a": [1]}
+    assert (second["headers"]["Content-Type"], second["body"]) == (kc.APPLY_PATCH, b'{"b": 2}')
+    assert (third["headers"]["Content-Type"], third["body"]) == ("text/plain", b"raw")
+    assert "Content-Type" not in fourth["headers"] and fourth["body"] == b""
+    assert (client.requests, client.writes) == (5, 3)
+
+
+def test_a_proxy_url_carries_requests_to_a_server_only_the_proxy_knows(tmp_path, recorder):
+    """An ``http://`` server through a ``proxy-url`` HTTP proxy: the request goes to the
+    proxy with the server's absolute URL (``kube.invalid`` resolves nowhere)."""
+    port = recorder.server_address[1]
+    path = kubeconfig(
+        tmp_path / "kc",
+        server="http://kube.invalid:6443",
+        cluster_extra={"proxy-url": f"http://127.0.0.1:{port}"},
+    )
+    client = kc.KubeClient.from_environment(str(path))
+    assert client.request("GET", "/version") == {"ok": True}
+    assert recorder.seen[0]["target"] == "http://kube.invalid:6443/version"
+
+
+def test_a_server_that_is_away_is_a_connection_error(tmp_path, recorder):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    client = kc.KubeClient(kc.Connection(server=f"http://127.0.0.1:{free}"), timeout=2)
+    with pytest.raises(ConnectionError, match=r"GET /version: "):
+        client.request("GET", "/version")
+
+
+def test_an_oidc_user_gets_its_id_token_through_kubernetes_config(tmp_path):
+    """The one credential still read by ``kubernetes.config`` (imported for it alone): an
+    ``oidc`` auth-provider's ``id-token`` (here one that has not expired, so no refresh)."""
+
+    def part(value: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    jwt = ".".join([part({"alg": "none"}), part({"exp": 32503680000, "sub": "me"}), "sig"])
+    user = {
+        "auth-provider": {
+            "name": "oidc",
+            "config": {"id-token": jwt, "idp-issuer-url": "https://idp.invalid"},
+        }
+    }
+    client = client_for(tmp_path, user)
+    assert client._auth_headers() == {"Authorization": f"Bearer {jwt}"}

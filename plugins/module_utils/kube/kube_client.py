@@ -3,77 +3,60 @@
 """The Kubernetes API client of the collection: the gather, apply and report modules, the
 runner and the admission webhook talk to the API server through it.
 
-It is a thin layer over the ``kubernetes`` Python client: ``kubernetes.config`` reads the
-kubeconfig or the in-cluster service account into a private ``Configuration`` (never the
-library's global default), and every call is one ``ApiClient.call_api`` request (urllib3,
-a keep-alive pool shared by the threads). Objects stay plain dicts (no model classes, no
-``kubernetes.dynamic`` discovery: a pass reads only what it needs, and the kinds this
-collection uses are in ``KNOWN_RESOURCES``). ``requests`` and ``writes`` count the calls,
-so a benchmark can say how many API calls a pass made.
+It is our own thin layer over urllib3: one ``PoolManager`` (or ``ProxyManager``) per
+client, a keep-alive pool shared by the threads, and every call one request with JSON in
+and out. Objects stay plain dicts (no model classes, no discovery beyond what a kind not
+in ``KNOWN_RESOURCES`` needs). ``requests`` and ``writes`` count the calls, so a benchmark
+can say how many API calls a pass made. The ``kubernetes`` Python package is not imported
+(its import cost a quarter of a CPU-second in each module's cold process); only a user
+with the ``oidc`` auth-provider loads it, in ``kube_config``.
 
-Where the connection comes from (``load_connection``), in client-go's order:
+Where the connection comes from and how it authenticates (kubeconfig files and their
+merge, the in-cluster service account, tokens, token files, exec plugins, client
+certificates, TLS settings, proxies) is ``kube_config``'s; its names are importable from
+here as before (``load_connection``, ``Connection``, ``KubeConfigError``...).
 
-1. an explicit kubeconfig path (a module's ``kubeconfig`` option, the runner's
-   ``--kubeconfig``), which must exist, else
-2. ``K8S_AUTH_KUBECONFIG`` (what ansible-operator sets), else ``KUBECONFIG`` (a
-   colon-separated list, merged as kubectl merges it: the first file to define a name
-   wins; files of the list that do not exist are skipped, as kubectl skips them, and a
-   list of which none exists is an error naming the variable and its files, where kubectl
-   warns "Config not found" and goes on with no cluster), else ``~/.kube/config`` when it
-   exists, else
-3. the in-cluster service account (``KUBERNETES_SERVICE_HOST`` and the mounted token, CA
-   and namespace; the library re-reads the rotating token every minute).
-
-Credentials: whatever ``kubernetes.config`` supports — client certificates (files or
-``-data``), a bearer ``token`` or ``tokenFile``, basic auth (ansible-operator's proxy
-encodes the owner in the user name), ``exec`` credential plugins
-(``client.authentication.k8s.io`` ExecCredential, run again when the token expires), the
-``oidc`` auth provider; ``insecure-skip-tls-verify``, ``tls-server-name`` and ``proxy-url``
-(an HTTP proxy, through a CONNECT tunnel; SOCKS needs PySocks, which is not installed, and
-is refused with a message) are honoured; without ``proxy-url``, ``HTTPS_PROXY``/``HTTP_PROXY``
-and ``NO_PROXY`` apply as in kubectl, which never proxies an API server on loopback. What
-stays here: choosing the files and the error messages that name the file, the variable
-and the field; the ``current-context`` of the first file (the library takes the last
-one's); re-reading a kubeconfig ``tokenFile`` when it changes (the library reads it once);
-refusing an auth-provider the library would silently ignore; not proxying loopback.
+What a request does: the ``Authorization`` header the connection's credential gives now
+(an expired exec token or a changed token file is renewed first), ``User-Agent``
+``c5c3-glance``, ``Accept`` as asked; a dict or list body is sent as JSON, a str or bytes
+body as it is, each with the content type given (server-side apply sends JSON as
+``application/apply-patch+yaml``: JSON is YAML). Timeouts are urllib3's: one number for
+the whole request, or (connect, read) for a watch. Transport failures (refused, reset,
+TLS) become ``ConnectionError``, an ``OSError`` as the callers expect of an API server
+that is away; a non-2xx answer is ``ApiError`` for ``request`` and returned as it is by
+``raw``. A watch is a streamed response split into lines here.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
-import ipaddress
 import json
-import logging
-import os
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import urllib3
-import yaml
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.incluster_config import InClusterConfigLoader
-from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
-from kubernetes.watch.watch import iter_resp_lines
+
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_config import (
+    AUTH_PROVIDERS,
+    SERVICE_ACCOUNT_DIR,
+    Connection,
+    KubeConfigError,
+    connection_from_document,
+    in_cluster_connection,
+    load_connection,
+    load_kubeconfig,
+)
 
 DEFAULT_TIMEOUT = 30.0
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 USER_AGENT = "c5c3-glance"
 POOL_SIZE = 64
-AUTH_PROVIDERS = ("oidc",)
-"""The ``auth-provider`` names ``kubernetes.config`` implements with what is installed; any
-other it would ignore and send requests without credentials (``gcp`` needs ``google-auth``,
-which is not installed; kubectl dropped it for the ``gke-gcloud-auth-plugin`` exec plugin)."""
+"""Connections kept per host: the runner holds a watch connection per informer besides its
+workers' requests (a smaller pool would discard connections, and urllib3 warn)."""
 
 # The resources this collection reads and writes: (apiVersion, kind) -> (plural, namespaced).
 # Any other kind is looked up once through discovery.
@@ -103,10 +86,6 @@ METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 """What to ask for to get objects' ``metadata`` alone (client-go's metadata informers):
 the API server answers a watch and a list with ``PartialObjectMetadata`` items."""
-
-
-class KubeConfigError(Exception):
-    """The connection settings cannot be used; the message says which and why."""
 
 
 class ApiError(Exception):
@@ -142,269 +121,6 @@ class ApiError(Exception):
         return self.code == 409 and self.reason != "AlreadyExists"
 
 
-@dataclass
-class Connection:
-    """Where the API server is, which namespace the context names, and the library's
-    ``Configuration`` (credentials, TLS, proxy) for it."""
-
-    server: str
-    namespace: str = "default"
-    source: str = ""
-    configuration: Configuration | None = None
-
-    def __post_init__(self) -> None:
-        if self.configuration is None:
-            self.configuration = _new_configuration()
-            self.configuration.host = self.server
-            _loopback_goes_direct(self.configuration)
-
-    def describe(self) -> str:
-        return f"{self.server} ({self.source})" if self.source else self.server
-
-
-def _new_configuration() -> Configuration:
-    """A private ``Configuration``: ``type.__call__`` as ``kubernetes.config`` does, so the
-    library's global default is neither read nor set."""
-    return type.__call__(Configuration)
-
-
-def _loopback_goes_direct(configuration: Configuration) -> None:
-    """Drop a proxy taken from ``HTTPS_PROXY``/``HTTP_PROXY`` for an API server on loopback.
-
-    Hand-written for parity with kubectl: Go's ``http.ProxyFromEnvironment`` never proxies
-    ``localhost`` or a loopback address, whatever ``NO_PROXY`` says, while the ``kubernetes``
-    client applies the environment's proxy to every host ``NO_PROXY`` does not name. A
-    workstation with a corporate proxy set and a kind cluster on 127.0.0.1 would otherwise
-    send its passes to the proxy. Call it only where the proxy came from the environment
-    (a kubeconfig ``proxy-url`` applies to loopback too, as in client-go)."""
-    if not configuration.proxy:
-        return
-    host = (urllib.parse.urlsplit(configuration.host).hostname or "").lower()
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if loopback:
-        configuration.proxy = None
-
-
-# ---------------------------------------------------------------------------------------
-# loading the connection
-
-
-def _kubeconfig_files(explicit: str | None, origin: str) -> list[Path]:
-    """The kubeconfig files to merge, by client-go's rules (module docstring); ``origin``
-    names where ``explicit`` came from. Empty: none is configured (the service account)."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.exists():
-            raise KubeConfigError(f"kubeconfig {path} (from {origin}) does not exist")
-        return [path]
-    for variable in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
-        value = os.environ.get(variable)
-        if not value:
-            continue
-        listed = [Path(p).expanduser() for p in value.split(os.pathsep) if p]
-        existing = [path for path in listed if path.exists()]
-        if existing:
-            return existing
-        if len(listed) == 1:
-            raise KubeConfigError(f"kubeconfig {listed[0]} (from {variable}) does not exist")
-        if listed:
-            names = ", ".join(str(path) for path in listed)
-            raise KubeConfigError(f"none of the kubeconfig files of {variable} exists: {names}")
-    home = Path("~/.kube/config").expanduser()
-    return [home] if home.is_file() else []
-
-
-def _named(entries: Any, name: str | None) -> dict[str, Any] | None:
-    """The entry called ``name`` of a merged ``clusters``/``users``/``contexts`` list."""
-    for entry in entries or []:
-        value = getattr(entry, "value", entry)
-        if isinstance(value, Mapping) and value.get("name") == name:
-            return dict(value)
-    return None
-
-
-@contextmanager
-def _library_errors() -> Iterator[list[str]]:
-    """What ``kubernetes.config`` logs instead of raising (a failing exec plugin is logged
-    and the client goes on without credentials): collected, for a clear error here."""
-    messages: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    handler = Collect(logging.ERROR)
-    root = logging.getLogger()
-    root.addHandler(handler)
-    try:
-        yield messages
-    finally:
-        root.removeHandler(handler)
-
-
-def load_kubeconfig(files: Sequence[Path], context: str | None = None) -> Connection:
-    """The connection a kubeconfig (merged from ``files``) describes for ``context``."""
-    where = ", ".join(str(f) for f in files)
-    for path in files:
-        if not path.is_file():
-            raise KubeConfigError(f"kubeconfig {path} is not a file")
-    try:
-        merger = KubeConfigMerger(os.pathsep.join(str(f) for f in files))
-    except yaml.YAMLError as exc:
-        raise KubeConfigError(f"kubeconfig {where} is not YAML: {exc}") from exc
-    except ConfigException as exc:
-        raise KubeConfigError(f"kubeconfig {where}: {exc}") from exc
-    merged = merger.config
-    # kubectl (client-go's ClientConfigLoadingRules.Load) takes the current-context of the
-    # first file that sets one; the library's merger takes the last file's.
-    current = next(
-        (
-            doc.get("current-context")
-            for doc in merger.config_files.values()
-            if doc.get("current-context")
-        ),
-        None,
-    )
-    merged.value["current-context"] = current
-    return _context_connection(merged, context or current, where, files[0])
-
-
-def _context_connection(merged: Any, name: str | None, where: str, first_file: Path) -> Connection:
-    """The connection of context ``name`` of a loaded kubeconfig (``merged``: the
-    library's merged ``ConfigNode`` or a plain dict); ``where`` names it in errors."""
-    config = getattr(merged, "value", merged)
-    if not name:
-        raise KubeConfigError(f"kubeconfig {where} names no current-context")
-    ctx = _named(config.get("contexts"), name)
-    if ctx is None:
-        raise KubeConfigError(f"kubeconfig {where} has no context {name!r}")
-    ctx = ctx.get("context") or {}
-    cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
-    cluster = _named(config.get("clusters"), cluster_name)
-    if cluster is None:
-        raise KubeConfigError(f"context {name!r} names cluster {cluster_name!r}, which is absent")
-    server = str((cluster.get("cluster") or {}).get("server") or "").rstrip("/")
-    if not server:
-        raise KubeConfigError(f"cluster {cluster_name!r} has no server")
-    user = (_named(config.get("users"), user_name) or {}).get("user") or {}
-    provider = (user.get("auth-provider") or {}).get("name")
-    if user.get("auth-provider") and provider not in AUTH_PROVIDERS:
-        raise KubeConfigError(
-            f"user {user_name!r}: auth-provider {provider!r} is not supported by the kubernetes "
-            f"client (it knows {', '.join(AUTH_PROVIDERS)}); use an exec plugin"
-        )
-    configuration = _new_configuration()
-    try:
-        loader = KubeConfigLoader(config_dict=merged, active_context=name, config_base_path=None)
-        with _library_errors() as errors:
-            loader.load_and_set(configuration)
-    except ConfigException as exc:
-        raise KubeConfigError(f"kubeconfig {where}: {exc}") from exc
-    except OSError as exc:
-        raise KubeConfigError(f"kubeconfig {where}: {exc}") from exc
-    if user.get("exec") and not (configuration.api_key or configuration.cert_file):
-        reason = errors[-1] if errors else "it gave neither a token nor a client certificate"
-        command = (user.get("exec") or {}).get("command")
-        raise KubeConfigError(f"user {user_name!r}: exec plugin {command}: {reason}")
-    proxy = str((cluster.get("cluster") or {}).get("proxy-url") or "")
-    if not proxy:
-        _loopback_goes_direct(configuration)
-    if proxy.lower().startswith("socks") and importlib.util.find_spec("socks") is None:
-        raise KubeConfigError(
-            f"cluster {cluster_name!r}: proxy-url {proxy} is a SOCKS proxy, which needs the "
-            "PySocks package; it is not installed"
-        )
-    if user.get("tokenFile") and not user.get("token"):
-        defined_in = next(
-            (
-                Path(entry.path)
-                for entry in config.get("users") or []
-                if getattr(entry, "path", None) and entry.value.get("name") == user_name
-            ),
-            first_file,
-        )
-        _reread_token_file(configuration, Path(str(user["tokenFile"])), defined_in.parent)
-    return Connection(
-        server=server,
-        namespace=ctx.get("namespace") or "default",
-        source=f"kubeconfig {where}, context {name}",
-        configuration=configuration,
-    )
-
-
-def connection_from_document(document: Mapping[str, Any], where: str) -> Connection:
-    """The connection of the current-context of a kubeconfig held in memory (a
-    registration Secret's); ``where`` names it in errors. Relative paths have no base: the
-    caller refuses file-backed fields first (``target_cluster``)."""
-    config = copy.deepcopy(dict(document))
-    return _context_connection(config, config.get("current-context"), where, Path("/"))
-
-
-def _reread_token_file(configuration: Configuration, token_file: Path, base: Path) -> None:
-    """client-go re-reads a kubeconfig ``tokenFile`` (projected tokens rotate); the library
-    reads it once. Read again whenever the file changed (its mtime), before each request."""
-    if not token_file.is_absolute():
-        token_file = base / token_file
-    seen: list[float] = []
-
-    def refresh(config: Configuration) -> None:
-        try:
-            mtime = token_file.stat().st_mtime
-        except OSError:
-            return  # mid-rotation: keep the token we have
-        if seen and seen[0] == mtime:
-            return
-        seen[:] = [mtime]
-        config.api_key["BearerToken"] = "Bearer " + token_file.read_text().strip()
-
-    configuration.refresh_api_key_hook = refresh
-
-
-def in_cluster_connection(directory: Path = SERVICE_ACCOUNT_DIR) -> Connection:
-    """The service account's connection, as a pod sees it (``kubernetes.config``'s
-    in-cluster loader, which re-reads the rotating token every minute)."""
-    host = os.environ.get("KUBERNETES_SERVICE_HOST")
-    port = os.environ.get("KUBERNETES_SERVICE_PORT") or "443"
-    if not host or not (directory / "token").is_file():
-        raise KubeConfigError(
-            "no kubeconfig (set KUBECONFIG or pass kubeconfig) and not running in a pod "
-            "(no KUBERNETES_SERVICE_HOST and service account token)"
-        )
-    configuration = _new_configuration()
-    try:
-        InClusterConfigLoader(
-            token_filename=str(directory / "token"),
-            cert_filename=str(directory / "ca.crt"),
-            environ={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
-        ).load_and_set(configuration)
-    except ConfigException as exc:
-        raise KubeConfigError(f"in-cluster service account ({directory}): {exc}") from exc
-    _loopback_goes_direct(configuration)
-    namespace_file = directory / "namespace"
-    return Connection(
-        server=configuration.host,
-        namespace=namespace_file.read_text().strip() if namespace_file.is_file() else "default",
-        source="in-cluster service account",
-        configuration=configuration,
-    )
-
-
-def load_connection(
-    kubeconfig: str | None = None,
-    context: str | None = None,
-    origin: str = "the kubeconfig argument",
-) -> Connection:
-    """The connection by client-go's rules (see the module docstring); ``origin`` names
-    where an explicit ``kubeconfig`` came from, for the error when it does not exist."""
-    files = _kubeconfig_files(kubeconfig, origin)
-    if files:
-        return load_kubeconfig(files, context)
-    return in_cluster_connection()
-
-
 # ---------------------------------------------------------------------------------------
 # the client
 
@@ -422,8 +138,8 @@ class Response:
 
 
 class KubeClient:
-    """Kubernetes REST calls through one ``kubernetes.client.ApiClient`` (a urllib3 pool of
-    keep-alive connections, safe to share between threads)."""
+    """Kubernetes REST calls through one urllib3 pool of keep-alive connections (a
+    ``ProxyManager`` when the connection has a proxy), safe to share between threads."""
 
     def __init__(self, connection: Connection, timeout: float = DEFAULT_TIMEOUT):
         self.connection = connection
@@ -433,18 +149,7 @@ class KubeClient:
             raise KubeConfigError(f"server {connection.server!r} is not an http(s) URL")
         self._origin = f"{url.scheme}://{url.netloc}"
         self._prefix = url.path.rstrip("/")
-        configuration = connection.configuration
-        if not configuration.verify_ssl:
-            # insecure-skip-tls-verify is the kubeconfig's explicit choice: urllib3 would
-            # warn on every request, into every module's output.
-            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        # The runner holds a watch connection per informer besides its workers' requests;
-        # the library's default pool (5 per CPU) would discard connections and warn.
-        configuration.connection_pool_maxsize = max(
-            configuration.connection_pool_maxsize or 0, POOL_SIZE
-        )
-        self._api = ApiClient(configuration=configuration)
-        self._api.user_agent = USER_AGENT
+        self._pool = _pool_manager(connection)
         self._resources: dict[tuple[str, str], tuple[str, bool]] = dict(KNOWN_RESOURCES)
         self._served: dict[str, dict[str, Any] | None] = {}
         self.requests = 0
@@ -466,14 +171,13 @@ class KubeClient:
         return self.connection.namespace
 
     def _auth_headers(self) -> dict[str, str]:
-        """The ``Authorization`` header the configuration gives now (the library's refresh
-        hook runs first: an expired exec token, a rotated token file)."""
-        setting = self.connection.configuration.auth_settings().get("BearerToken") or {}
-        value = setting.get("value")
+        """The ``Authorization`` header the connection's credential gives now (renewed
+        first when it must be: an expired exec token, a changed token file)."""
+        value = self.connection.authorization()
         return {"Authorization": value} if value else {}
 
     def close(self) -> None:
-        self._api.rest_client.close()
+        self._pool.clear()
 
     def url_path(self, path: str, query: Mapping[str, Any] | None = None) -> str:
         full = self._prefix + path
@@ -495,28 +199,30 @@ class KubeClient:
         content_type: str,
         timeout: float | tuple[float, float],
         accept: str = "application/json",
-    ) -> Any:
-        """One ``call_api``; the library's response with the body still unread. Transport
-        failures (refused, reset, TLS) become ``ConnectionError``, an ``OSError`` as the
-        callers expect of an API server that is away."""
-        headers = {"Accept": accept, **self._auth_headers()}
+    ) -> urllib3.BaseHTTPResponse:
+        """One request; urllib3's response with the body still unread (the caller reads it
+        and releases the connection). Transport failures (refused, reset, TLS: urllib3
+        gives up after its default retries) become ``ConnectionError``."""
+        headers = {"Accept": accept, "User-Agent": USER_AGENT, **self._auth_headers()}
+        data: str | bytes | None = None
         if body is not None:
             headers["Content-Type"] = content_type
-            if isinstance(body, bytes | str):
-                # the library serialises JSON and structured-YAML bodies itself
-                body = json.loads(body)
+            data = body if isinstance(body, bytes | str) else json.dumps(body)
+        if isinstance(timeout, tuple):
+            limits = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        else:
+            limits = urllib3.Timeout(total=timeout)
         try:
-            return self._api.call_api(
+            return self._pool.request(
                 method,
                 self._origin + url,
-                header_params=headers,
-                body=body,
-                _request_timeout=timeout,
+                body=data,
+                headers=headers,
+                timeout=limits,
+                preload_content=False,
             )
         except urllib3.exceptions.HTTPError as exc:
             raise ConnectionError(f"{method} {url}: {exc}") from exc
-        except ApiException as exc:  # status 0: the library's wrapping of a TLS error
-            raise ConnectionError(f"{method} {url}: {exc.reason}") from exc
 
     def raw(
         self,
@@ -540,7 +246,7 @@ class KubeClient:
         except urllib3.exceptions.HTTPError as exc:
             raise ConnectionError(f"{method} {url}: {exc}") from exc
         finally:
-            answer.response.release_conn()
+            answer.release_conn()
         return Response(
             status=answer.status,
             headers={k.lower(): v for k, v in answer.headers.items()},
@@ -763,10 +469,10 @@ class KubeClient:
         stream; with ``metadata_only``, of the objects' ``metadata`` alone (as
         ``list_object``'s, labelled with ``api_version`` and ``kind``).
 
-        A connection of its own for as long as the stream is open; lines are split by the
-        library's ``iter_resp_lines``. An ``ERROR`` event is yielded as it comes (410 Gone:
-        relist and start again). ``kubernetes.watch.Watch`` is not used: it turns objects
-        into model classes and restarts the stream by itself, where the informer decides.
+        A connection of its own for as long as the stream is open, read line by line as
+        the events arrive (``_lines``). An ``ERROR`` event is yielded as it comes (410
+        Gone: relist and start again); the stream is not restarted here, the informer
+        decides. A read timeout or a broken stream ends the iteration quietly.
         """
         url = self.url_path(
             self.path(api_version, kind, namespace),
@@ -780,12 +486,11 @@ class KubeClient:
         )
         self.requests += 1
         accept = METADATA_ACCEPT if metadata_only else "application/json"
-        answer = self._send("GET", url, None, "", (self.timeout, timeout_seconds + 30), accept)
-        stream = answer.response
+        stream = self._send("GET", url, None, "", (self.timeout, timeout_seconds + 30), accept)
         try:
-            if answer.status != 200:
-                raise ApiError(answer.status, _status_of(answer.read()), "GET", url)
-            for line in iter_resp_lines(stream):
+            if stream.status != 200:
+                raise ApiError(stream.status, _status_of(stream.read()), "GET", url)
+            for line in _lines(stream):
                 if line.strip():
                     event = json.loads(line)
                     obj = event.get("object")
@@ -799,6 +504,62 @@ class KubeClient:
             stream.release_conn()
 
 
+def _pool_manager(connection: Connection) -> urllib3.PoolManager:
+    """The urllib3 pool of a connection: its TLS settings for every connection of the
+    pool, through its proxy when it has one (the settings the kubernetes client gave
+    urllib3)."""
+    if not connection.verify:
+        # insecure-skip-tls-verify is the kubeconfig's explicit choice: urllib3 would
+        # warn on every request, into every module's output.
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    options: dict[str, Any] = {
+        "maxsize": POOL_SIZE,
+        "cert_reqs": "CERT_REQUIRED" if connection.verify else "CERT_NONE",
+        "ca_certs": connection.ca_file,
+        "cert_file": connection.cert_file,
+        "key_file": connection.key_file,
+    }
+    if connection.ca_data is not None:
+        # PEM as text; anything else urllib3 takes as DER
+        try:
+            options["ca_cert_data"] = connection.ca_data.decode("ascii")
+        except UnicodeDecodeError:
+            options["ca_cert_data"] = connection.ca_data
+    if connection.tls_server_name:
+        # the name sent (SNI) and checked against the certificate, whatever the URL says
+        options["server_hostname"] = connection.tls_server_name
+    proxy = connection.proxy_for_requests()
+    if not proxy:
+        return urllib3.PoolManager(**options)
+    if proxy.lower().startswith("socks"):
+        try:
+            from urllib3.contrib.socks import SOCKSProxyManager
+        except ImportError as exc:
+            raise KubeConfigError(
+                f"proxy {proxy} is a SOCKS proxy, which needs the PySocks package; "
+                "it is not installed"
+            ) from exc
+        return SOCKSProxyManager(proxy, **options)
+    return urllib3.ProxyManager(proxy, **options)
+
+
+def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[str]:
+    """The lines of a streamed response as they arrive (a watch: one JSON event a line),
+    decoded as UTF-8 (an invalid byte becomes U+FFFD). A chunk may end mid-line, or hold
+    several lines; a newline byte never occurs inside a multi-byte UTF-8 sequence, so
+    splitting the bytes is safe."""
+    buffer = bytearray()
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer.extend(chunk)
+        start = 0
+        end = buffer.find(b"\n")
+        while end != -1:
+            yield buffer[start:end].decode("utf-8", errors="replace")
+            start = end + 1
+            end = buffer.find(b"\n", start)
+        del buffer[:start]
+
+
 def _status_of(body: bytes | None) -> dict[str, Any] | None:
     """The ``Status`` object of an error answer (or its text as the message)."""
     try:
@@ -806,3 +567,28 @@ def _status_of(body: bytes | None) -> dict[str, Any] | None:
     except ValueError:
         return {"message": (body or b"").decode("utf-8", "replace")[:500]}
     return status if isinstance(status, dict) else None
+
+
+__all__ = [
+    "APPLY_PATCH",
+    "AUTH_PROVIDERS",
+    "DEFAULT_TIMEOUT",
+    "JSON_PATCH",
+    "KNOWN_RESOURCES",
+    "MERGE_PATCH",
+    "METADATA_ACCEPT",
+    "METADATA_LIST_ACCEPT",
+    "POOL_SIZE",
+    "SERVICE_ACCOUNT_DIR",
+    "USER_AGENT",
+    "WRITE_METHODS",
+    "ApiError",
+    "Connection",
+    "KubeClient",
+    "KubeConfigError",
+    "Response",
+    "connection_from_document",
+    "in_cluster_connection",
+    "load_connection",
+    "load_kubeconfig",
+]

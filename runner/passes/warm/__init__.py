@@ -17,7 +17,7 @@ kills the child's process group.
 **What the server imports before a pass's environment is known** (``warm_up``):
 
 * the standard library and third-party modules a pass imports (``PRELOAD``: jinja2, yaml,
-  the ``kubernetes`` client, celpy, cryptography, multiprocessing, ...);
+  urllib3, celpy, cryptography, multiprocessing, ...);
 * the part of ansible that reads no configuration at import (``ANSIBLE_PRELOAD``): every
   module of it that can be imported without ``ansible.constants``. The warm-up imports
   them with an import hook that refuses ``ansible.constants``, so a module that starts to

@@ -75,8 +75,6 @@ PRELOAD = (
     "packaging.version",
     "yaml",
     "distro",
-    "kubernetes.client",
-    "kubernetes.config",
     "urllib3",
     "celpy",
 )
