@@ -311,14 +311,16 @@ def test_sigusr1_writes_every_threads_stack_and_the_runner_goes_on(double_api, r
     runner = runners(double_api)
     runner.wait_for("informers synced")
     runner.process.send_signal(signal.SIGUSR1)
+    # faulthandler writes thread after thread, the current one (the main thread) among
+    # them: wait for all that is looked for, not for the first of it (under load the test
+    # read the log between two threads' stacks).
+    wanted = ("in _work", "Current thread", "runner/manager.py")
     wait_until(
-        lambda: "in _work" in runner.log_path.read_text(errors="replace"),
+        lambda: all(w in runner.log_path.read_text(errors="replace") for w in wanted),
         30,
         0.1,
-        "the stacks of the runner's worker threads in its log",
+        "the stacks of every thread of the runner, its workers' among them, in its log",
     )
-    text = runner.log_path.read_text(errors="replace")
-    assert "Current thread" in text and "runner/manager.py" in text
     assert runner.process.poll() is None
     assert runner.terminate() == 0
     assert runner.lines()[-1]["msg"] == "stopped"
