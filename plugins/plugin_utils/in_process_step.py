@@ -19,9 +19,8 @@ connection through the ``kubeconfig`` and ``context`` options instead.
 **Warm before the forks.** ansible-playbook imports an action plugin in its main process
 (the strategy asks it for its class before queueing the task), and runs every task in a
 worker forked from that process. So importing here what the pass's filters need (the
-decision modules, the CEL parser they build at import, the CRDs and option catalogs,
-cached per process, the CRDs' CEL rules, compiled and memoised) does that work once per
-pass, in the parent, and every later task's worker inherits it instead of redoing it:
+decision modules, the CRDs and option catalogs, cached per process) does that work once
+per pass, in the parent, and every later task's worker inherits it instead of redoing it:
 the plan and decide tasks of a pass each used to import, parse and compile all of it. The
 object roles' templates are compiled here too, for the render task's worker, and the
 plugin loaders load the Jinja2 filters and tests (``ansible.builtin``'s and the pass's
@@ -38,10 +37,6 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.c5c3.glance.plugins.module_utils.admission.cel_validation import (
-    compile_rule,
-    crd_rules,
-)
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     load_catalogs,
     load_crds,
@@ -75,13 +70,15 @@ def _warm_jinja_plugins() -> list[str]:
 
 
 # The warm-up (see the module docstring): pass_inputs imports every decision module; the
-# CRDs' CEL rules are compiled once (the judge of the stored objects evaluates them), and
-# the object roles' templates (the render task's filter renders them); the plugin loaders
-# load the Jinja2 plugins every templating task would load again.
+# object roles' templates are compiled (the render task's filter renders them); the plugin
+# loaders load the Jinja2 plugins every templating task would load again. cel-python is
+# not imported: the judge of the stored objects keeps its CEL verdicts between passes
+# (admission.cel_verdicts), so a pass of an unchanged Glance never evaluates a rule, and
+# the worker of a pass that does imports it then.
 WARM = (
     pass_inputs.__name__,
     load_catalogs(),
-    [compile_rule(rule) for rule in crd_rules(load_crds())],
+    load_crds(),
     role_templates.compile_templates(),
     _warm_jinja_plugins(),
 )

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import (
-    cel_validation,
+    cel_verdicts,
     openapi_schema,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import field_errors as fe
@@ -151,13 +151,24 @@ def _check_type(crd: Mapping[str, Any], obj: Mapping[str, Any]) -> list[fe.Field
 
 
 def schema_and_cel(
-    schema: Mapping[str, Any], obj: Mapping[str, Any], old: Mapping[str, Any] | None
+    schema: Mapping[str, Any],
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    *,
+    remember: bool = False,
 ) -> list[fe.FieldError]:
-    """The OpenAPI schema errors, then the CEL errors unless a schema error blocks them."""
+    """The OpenAPI schema errors, then the CEL errors unless a schema error blocks them.
+    ``remember`` (an update): the CEL verdict kept between processes (``cel_verdicts``)."""
     errors = openapi_schema.validate(schema, obj)
     if any(e.type in _BLOCKING for e in errors):
         errors.append(fe.FieldError(fe.INVALID, "", CEL_SKIPPED, None, fe.ORIGIN_CEL))
         return errors
+    if remember and old is not None:
+        errors.extend(cel_verdicts.remembered_validate(schema, obj, old))
+        return errors
+    # Imported when first used: a pass whose CEL verdicts are all kept never loads cel-python.
+    from ansible_collections.c5c3.glance.plugins.module_utils.admission import cel_validation
+
     if old is None:
         errors.extend(cel_validation.validate(schema, obj))
     else:
@@ -169,8 +180,11 @@ def judge(
     crd: Mapping[str, Any],
     obj: Mapping[str, Any],
     ctx: AdmissionContext | None = None,
+    *,
+    remember_cel: bool = False,
 ) -> Verdict:
-    """Judge ``obj`` against ``crd`` and the webhook; ``ctx.old`` makes it an update."""
+    """Judge ``obj`` against ``crd`` and the webhook; ``ctx.old`` makes it an update.
+    ``remember_cel``: an update's CEL verdict is kept between passes (``cel_verdicts``)."""
     ctx = ctx or AdmissionContext()
     kind = crd["spec"]["names"]["kind"]
     meta = obj.get("metadata")
@@ -204,7 +218,7 @@ def judge(
             schema, {k: v for k, v in ctx.old.items() if k != "status"}
         )
 
-    errors = schema_and_cel(schema, stored, old)
+    errors = schema_and_cel(schema, stored, old, remember=remember_cel)
     if errors:
         verdict.errors, verdict.stage = errors, STAGE_SCHEMA
         return verdict

@@ -102,6 +102,7 @@ def judge_documents(
     the single-default check. ``stored`` objects, read back from the cluster, are judged as
     a no-op update of themselves and without the sibling check: the API server already
     admitted them, and two defaults there are a condition of the reconcile, not a refusal.
+    Their CEL verdicts are kept between passes (``cel_verdicts``).
     """
 
     def context(obj: dict[str, Any], **kw: Any) -> AdmissionContext:
@@ -112,7 +113,12 @@ def judge_documents(
     verdicts = []
     if found.glance is not None:
         verdicts.append(
-            judge(crds["Glance"], found.glance, context(found.glance, catalogs=catalogs))
+            judge(
+                crds["Glance"],
+                found.glance,
+                context(found.glance, catalogs=catalogs),
+                remember_cel=stored,
+            )
         )
     for backend in found.backends:
         namespace = backend["metadata"]["namespace"]
@@ -121,7 +127,14 @@ def judge_documents(
             if stored
             else [b for b in found.backends if b["metadata"]["namespace"] == namespace]
         )
-        verdicts.append(judge(crds["GlanceBackend"], backend, context(backend, siblings=siblings)))
+        verdicts.append(
+            judge(
+                crds["GlanceBackend"],
+                backend,
+                context(backend, siblings=siblings),
+                remember_cel=stored,
+            )
+        )
     return verdicts
 
 
