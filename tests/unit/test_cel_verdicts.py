@@ -162,3 +162,15 @@ def test_the_oldest_verdicts_go_beyond_the_limit(tmp_path, monkeypatch):
         names.append(f"{cv.verdict_key(SCHEMA, obj, obj)}.json")
     assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(names[-3:])
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_status_write_does_not_cost_the_kept_verdict_but_a_new_name_does(tmp_path):
+    evaluate = Counting()
+    obj = {"metadata": {"name": "g", "resourceVersion": "1", "managedFields": []}, "a": 2, "b": ""}
+    cv.remembered_validate(SCHEMA, obj, obj, evaluate, tmp_path)
+    written = {**obj, "metadata": {**obj["metadata"], "resourceVersion": "2", "generation": 3}}
+    assert cv.remembered_validate(SCHEMA, written, written, evaluate, tmp_path) == []
+    assert evaluate.calls == 1
+    renamed = {**obj, "metadata": {"name": "h"}}
+    cv.remembered_validate(SCHEMA, renamed, renamed, evaluate, tmp_path)
+    assert evaluate.calls == 2

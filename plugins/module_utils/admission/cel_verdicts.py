@@ -8,8 +8,9 @@ workstation every pass is a new ``ansible-playbook``: evaluating the rules meant
 cel-python (with lark and pendulum, about 0.1 CPU-s) and compiling the CRDs' rules in every
 pass, though a Glance that has not changed gets the same verdict every time.
 
-A verdict is a function of the schema of the CRD version, the object, the old object, this
-collection's CEL code and the cel-python installed; ``remembered_validate`` keeps it in
+A verdict is a function of the schema of the CRD version, the object and the old object as
+CEL sees them (``cel_visible``: of the metadata only the name), this collection's CEL code
+and the cel-python installed; ``remembered_validate`` keeps it in
 ``${XDG_CACHE_HOME:-~/.cache}/c5c3-glance/cel-verdicts/`` as JSON, in a file named by the
 SHA-256 of all of these, and a later pass that finds the file uses it instead of evaluating.
 A pass of an unchanged Glance then does not import cel-python at all. The directory is
@@ -64,10 +65,24 @@ def _code_digest() -> str:
     return _CODE_DIGEST
 
 
+CEL_METADATA = ("name", "generateName")
+"""The metadata a CRD's CEL rule may read (the API server gives it nothing else)."""
+
+
+def cel_visible(obj: Any) -> Any:
+    """``obj`` as the CEL rules see it: its ``metadata`` cut to ``CEL_METADATA``. A status
+    write moves ``resourceVersion`` and ``managedFields``; the verdict cannot change with
+    them, and the kept one still serves the next pass."""
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("metadata"), Mapping):
+        return obj
+    meta = obj["metadata"]
+    return {**obj, "metadata": {k: meta[k] for k in CEL_METADATA if k in meta}}
+
+
 def verdict_key(schema: Mapping[str, Any], obj: Any, old: Any) -> str:
     """The file name of the verdict on ``obj`` (``old`` the stored object) under ``schema``."""
     digest = hashlib.sha256(_code_digest().encode())
-    for part in (schema, obj, old):
+    for part in (schema, cel_visible(obj), cel_visible(old)):
         digest.update(json.dumps(part, sort_keys=True, separators=(",", ":")).encode())
         digest.update(b"\n")
     return digest.hexdigest()
