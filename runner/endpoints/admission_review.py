@@ -27,6 +27,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# The webhook evaluates the CEL rules of every object it judges: cel-python is loaded when
+# the runner starts, not by the first request (admission imports it when first used, for
+# the cold passes that keep their verdicts).
+from ansible_collections.c5c3.glance.plugins.module_utils.admission import (  # noqa: F401
+    cel_validation,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.admission import field_errors as fe
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.admission import (
     API_VERSION,
