@@ -10,6 +10,7 @@ damaged or foreign cache costs an evaluation, never a wrong verdict.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -174,3 +175,18 @@ def test_a_status_write_does_not_cost_the_kept_verdict_but_a_new_name_does(tmp_p
     renamed = {**obj, "metadata": {"name": "h"}}
     cv.remembered_validate(SCHEMA, renamed, renamed, evaluate, tmp_path)
     assert evaluate.calls == 2
+
+
+def test_the_key_covers_every_module_of_the_collection_a_verdict_comes_from():
+    # A change to the CEL walk or to what it imports from the collection must change the key;
+    # collection_files only gives the parser's cache directory.
+    source = Path(cel_validation.__file__).read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module.startswith("ansible_collections"):
+            module = node.module.rsplit(".", 1)[-1]
+            names = [alias.name for alias in node.names]
+            imported.update(names if module == "admission" else [module])
+    assert imported - {"collection_files"} == {Path(f).stem for f in cv.CODE_FILES} - {
+        "cel_validation"
+    }

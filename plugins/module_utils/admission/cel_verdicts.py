@@ -47,14 +47,20 @@ FORMAT = 1
 _CODE_DIGEST: str | None = None
 
 
+CODE_FILES = ("cel_validation.py", "openapi_schema.py", "field_errors.py")
+"""The collection's modules a verdict comes from: the CEL walk and the schema helpers and
+errors it uses."""
+
+
 def _code_digest() -> str:
-    """What the verdicts' code is: this collection's CEL module (its bytes) and the
-    cel-python and lark installed (their package files' size and modification time, found
-    without importing them)."""
+    """What the verdicts' code is: the bytes of ``CODE_FILES`` and the cel-python and lark
+    installed (their package files' size and modification time, found without importing
+    them)."""
     global _CODE_DIGEST
     if _CODE_DIGEST is None:
         digest = hashlib.sha256(f"format {FORMAT}\n".encode())
-        digest.update(Path(__file__).with_name("cel_validation.py").read_bytes())
+        for name in CODE_FILES:
+            digest.update(Path(__file__).with_name(name).read_bytes())
         for package in ("celpy", "lark"):
             spec = importlib.util.find_spec(package)
             origin = spec.origin if spec is not None else None
