@@ -22,8 +22,9 @@ one-task ``debug`` play, run the same way):
   and sent to the API server, counted by a TCP relay between the two;
 * the programs started (``execve``, counted by ``strace -f`` in a run of their own: a
   module task would start a Python, the in-process steps start none);
-* the imports (``python -X importtime`` in a run of its own): how many modules and the
-  largest top-level imports.
+* the imports (``python -X importtime`` in a run of its own): how many modules, whether
+  cel-python is among them (an unchanged Glance's CEL verdicts are kept), and the largest
+  top-level imports.
 
 Then the targets: a no-op pass within 2x the floor's CPU and writing nothing, the first
 pass within 3x. Between passes the bench plays the controllers that do not run here
@@ -273,6 +274,8 @@ class Bench:
         )
         return {
             "modules": len(rows),
+            # A no-op pass's CEL verdicts are kept (admission/cel_verdicts.py): no cel-python.
+            "celpy": any(name == "celpy" for *_, name in rows),
             "seconds": sum(int(own) for own, *_ in rows) / 1e6,
             "top": [(name, us / 1e6) for us, name in top[:10]],
         }
@@ -440,7 +443,8 @@ def main() -> None:
     imports = runs["imports"]
     print(
         f"-- imports of a no-op pass (python -X importtime, every process): {imports['modules']} "
-        f"modules, {imports['seconds']:.2f} s; the largest at top level:"
+        f"modules, {imports['seconds']:.2f} s, celpy "
+        f"{'imported' if imports['celpy'] else 'not imported'}; the largest at top level:"
     )
     for name, seconds in imports["top"]:
         print(f"  {seconds:6.3f}  {name}")
