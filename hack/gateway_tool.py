@@ -42,6 +42,7 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import importlib.util
+import json
 import shutil
 import sys
 from collections.abc import Callable
@@ -527,15 +528,54 @@ def install(cluster: Cluster, refs: Images, work: Path, ca_dir: Path) -> str:
     cert, key = listener_certificate(ca_dir)
     say(f"Gateway {NAMESPACE}/{GATEWAY}: HTTPS *.{DOMAIN}; CA {ca_dir / 'ca.crt'}")
     cluster.apply(gateway_objects(refs.envoy, cert, key))
-    cluster.kubectl(
-        "-n",
-        NAMESPACE,
-        "wait",
-        f"gateway/{GATEWAY}",
-        "--for=condition=Programmed",
-        f"--timeout={WAIT}",
-    )
+    try:
+        cluster.kubectl(
+            "-n",
+            NAMESPACE,
+            "wait",
+            f"gateway/{GATEWAY}",
+            "--for=condition=Programmed",
+            f"--timeout={WAIT}",
+        )
+    except AddonError as exc:
+        raise GatewayError(f"{exc}\n{not_programmed_report(cluster)}") from exc
     return address(cluster)
+
+
+def not_programmed_report(cluster: Cluster) -> str:
+    """What a Gateway that is not Programmed is waiting for: its status, Envoy Gateway's
+    pods and events, and the end of the controller's and the proxy's logs."""
+    parts = []
+    selector = (
+        f"gateway.envoyproxy.io/owning-gateway-name={GATEWAY},"
+        f"gateway.envoyproxy.io/owning-gateway-namespace={NAMESPACE}"
+    )
+    queries = (
+        ("the Gateway's status", ("-n", NAMESPACE, "get", f"gateway/{GATEWAY}", "-o", "json")),
+        ("pods", ("-n", EG_NAMESPACE, "get", "pods", "-o", "wide")),
+        ("events", ("-n", EG_NAMESPACE, "get", "events", "--sort-by=.lastTimestamp")),
+        (
+            "Envoy Gateway's log",
+            ("-n", EG_NAMESPACE, "logs", "deployment/envoy-gateway", "--tail=40"),
+        ),
+        (
+            "the proxy's log",
+            ("-n", EG_NAMESPACE, "logs", "-l", selector, "-c", "envoy", "--tail=40"),
+        ),
+    )
+    for title, argv in queries:
+        try:
+            text = cluster.kubectl(*argv)
+        except AddonError as exc:
+            text = str(exc)
+        if title == "the Gateway's status":
+            text = (
+                json.dumps(json.loads(text).get("status"), indent=1)
+                if text.startswith("{")
+                else text
+            )
+        parts.append(f"--- {title}\n{text.strip()[-4000:]}")
+    return "\n".join(parts)
 
 
 def uninstall(cluster: Cluster, refs: Images, work: Path, ca_dir: Path) -> None:

@@ -147,3 +147,36 @@ def test_the_listener_certificate_is_signed_by_the_ca_it_writes(tmp_path):
     again, _ = gateway_tool.listener_certificate(tmp_path)  # the CA is kept
     x509.load_pem_x509_certificates(again.encode())[0].verify_directly_issued_by(ca)
     assert (tmp_path / "ca.key").stat().st_mode & 0o777 == 0o600
+
+
+class Recorded:
+    """kubectl as the report asks it: the Gateway's JSON, pods, events and two logs; one
+    query fails as a missing Deployment would."""
+
+    def __init__(self):
+        self.asked = []
+
+    def kubectl(self, *argv):
+        self.asked.append(argv)
+        if "logs" in argv and "deployment/envoy-gateway" in argv:
+            raise gateway_tool.AddonError('deployments.apps "envoy-gateway" not found')
+        if argv[-2:] == ("-o", "json"):
+            return '{"metadata": {"name": "glance-gw"}, "status": {"conditions": [{"type": "Programmed", "status": "False", "reason": "NoResources"}]}}'
+        return f"output of {' '.join(argv[2:4])}\n"
+
+
+def test_a_gateway_not_programmed_in_time_is_reported_with_its_status_pods_and_logs():
+    cluster = Recorded()
+    report = gateway_tool.not_programmed_report(cluster)
+    titles = [line for line in report.splitlines() if line.startswith("--- ")]
+    assert titles == [
+        "--- the Gateway's status",
+        "--- pods",
+        "--- events",
+        "--- Envoy Gateway's log",
+        "--- the proxy's log",
+    ]
+    assert '"reason": "NoResources"' in report and '"metadata"' not in report
+    assert 'deployments.apps "envoy-gateway" not found' in report
+    assert cluster.asked[-1][:4] == ("-n", gateway_tool.EG_NAMESPACE, "logs", "-l")
+    assert "-c" in cluster.asked[-1] and "envoy" in cluster.asked[-1]
