@@ -165,14 +165,8 @@ def schema_and_cel(
         return errors
     if remember and old is not None:
         errors.extend(cel_verdicts.remembered_validate(schema, obj, old))
-        return errors
-    # Imported when first used: a pass whose CEL verdicts are all kept never loads cel-python.
-    from ansible_collections.c5c3.glance.plugins.module_utils.admission import cel_validation
-
-    if old is None:
-        errors.extend(cel_validation.validate(schema, obj))
     else:
-        errors.extend(cel_validation.validate(schema, obj, old))
+        errors.extend(cel_verdicts.evaluate(schema, obj, old))
     return errors
 
 

@@ -118,10 +118,13 @@ def _decode(encoded: Any) -> list[fe.FieldError] | None:
     return errors
 
 
-def _evaluate(schema: Mapping[str, Any], obj: Any, old: Any) -> list[fe.FieldError]:
-    # Imported here: a pass whose verdicts are all kept never loads cel-python.
+def evaluate(schema: Mapping[str, Any], obj: Any, old: Any = None) -> list[fe.FieldError]:
+    """``cel_validation.validate``, which is imported here, when first used: a pass whose
+    verdicts are all kept never loads cel-python. ``old`` None: a create."""
     from ansible_collections.c5c3.glance.plugins.module_utils.admission import cel_validation
 
+    if old is None:
+        return cel_validation.validate(schema, obj)
     return cel_validation.validate(schema, obj, old)
 
 
@@ -129,7 +132,7 @@ def remembered_validate(
     schema: Mapping[str, Any],
     obj: Any,
     old: Any,
-    evaluate: Callable[[Mapping[str, Any], Any, Any], list[fe.FieldError]] = _evaluate,
+    evaluate: Callable[[Mapping[str, Any], Any, Any], list[fe.FieldError]] = evaluate,
     cache_dir: Path | None = None,
 ) -> list[fe.FieldError]:
     """``cel_validation.validate(schema, obj, old)``, from the kept verdict when there is
