@@ -49,7 +49,10 @@ Standard library only; the decisions are functions the tests call without Docker
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
+import os
 import re
 import shlex
 import shutil
@@ -732,6 +735,24 @@ def run(
     return report
 
 
+@contextlib.contextmanager
+def one_at_a_time(lock: Path | None = None):
+    """Held while images are built: a second ``make images`` (another terminal, or the
+    other stream of ``make test``) waits for the first instead of making the same local
+    base beside it. The lock is a file of the user's cache directory."""
+    if lock is None:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        lock = cache / "c5c3-glance" / "images.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"waiting for another make images to finish ({lock})")
+            fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Build the operator image and the Glance image of each release in Docker "
@@ -774,9 +795,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        report = run(
-            args.releases, args.base, args.network, args.python, args.extra_ca_dir, args.dry_run
-        )
+        with contextlib.nullcontext() if args.dry_run else one_at_a_time():
+            report = run(
+                args.releases,
+                args.base,
+                args.network,
+                args.python,
+                args.extra_ca_dir,
+                args.dry_run,
+            )
     except ImagesError as exc:
         print(f"make images: {exc}", file=sys.stderr)
         return 1

@@ -96,3 +96,13 @@ def pytest_make_collect_report(collector):
     if reason is not None:
         _fail_unexplained(report, reason)
     return report
+
+
+# --- the order of the tiers (tests/support/tiers.py) ----------------------------------------
+
+
+def pytest_collection_modifyitems(items):
+    """The items in the order of ``tiers.TIER_ORDER``; within a tier, pytest's own order."""
+    from support.tiers import tier_rank
+
+    items.sort(key=lambda item: tier_rank(Path(item.path)))

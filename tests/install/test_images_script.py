@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -468,3 +469,22 @@ def test_make_passes_the_knobs_through():
     ).stdout
     assert 'hack/images.py --base "local" --network ""' in dry
     assert dry.split()[-1] == "2026.2"
+
+
+def test_a_second_make_images_waits_for_the_first(tmp_path, capsys):
+    lock = tmp_path / "images.lock"
+    order: list[str] = []
+    with images.one_at_a_time(lock):
+
+        def second() -> None:
+            with images.one_at_a_time(lock):
+                order.append("second")
+
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        waiting.join(2)
+        assert waiting.is_alive()  # held by the first: the second waits
+        order.append("first")
+    waiting.join(30)
+    assert order == ["first", "second"]
+    assert f"waiting for another make images to finish ({lock})" in capsys.readouterr().out

@@ -1,0 +1,89 @@
+"""The order ``make unit`` runs the tiers in (tests/support/tiers.py, the Makefile's
+``unit-tier`` and ``other-tiers``): tests/unit alone first, the one-node cluster's tiers last."""
+
+from __future__ import annotations
+
+import subprocess
+
+from support.hack_scripts import hack_script
+from support.tiers import TESTS, TIER_ORDER, tier_rank
+
+ROOT = TESTS.parent
+
+
+def test_every_directory_with_tests_has_its_place():
+    with_tests = {path.parent.relative_to(TESTS).parts[0] for path in TESTS.rglob("test_*.py")}
+    assert with_tests == set(TIER_ORDER)
+
+
+def test_the_clusters_tiers_come_last_and_molecule_after_the_cluster_tier():
+    assert TIER_ORDER[0] == "unit"
+    assert TIER_ORDER[-2:] == ("cluster", "molecule")
+    last_before_the_node = max(TIER_ORDER.index(t) for t in ("runner", "install", "e2e"))
+    assert last_before_the_node < TIER_ORDER.index("cluster")
+
+
+def test_a_path_takes_its_tiers_place_and_anything_else_goes_last():
+    assert tier_rank(TESTS / "unit" / "test_x.py") == 0
+    assert tier_rank(TESTS / "cluster" / "sub" / "test_y.py") == TIER_ORDER.index("cluster")
+    assert tier_rank(TESTS / "conftest.py") == len(TIER_ORDER)
+    assert tier_rank(ROOT / "plugins" / "x.py") == len(TIER_ORDER)
+
+
+def test_make_unit_runs_the_unit_tier_before_the_others_and_not_twice():
+    printed = subprocess.run(
+        ["make", "-n", "--no-print-directory", "unit"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    runs = [line for line in printed.splitlines() if "-m pytest" in line or "tiers.py" in line]
+    assert len(runs) == 2, printed
+    first, second = runs
+    assert first.endswith(" -m pytest -q --durations=10 tests/unit")
+    assert "KUBE_ASSETS_DIR" not in first
+    assert "hack/tiers.py" in second and "KUBE_ASSETS_DIR" in second
+    assert all("C5C3_STRICT_SKIPS=1" in run for run in runs)
+
+
+# --- hack/tiers.py: the node's tiers and the rest at once ---------------------------------------
+
+tiers = hack_script("tiers")
+
+
+def test_the_node_stream_has_the_clusters_tiers_and_the_rest_everything_else_at_nice_19():
+    node, rest = tiers.streams()
+    assert (node.name, node.args, node.nice) == ("node", ["tests/cluster", "tests/molecule"], 0)
+    assert rest.nice == 19 and rest.args[-1] == "tests"
+    ignored = {arg.removeprefix("--ignore=") for arg in rest.args[:-1]}
+    assert ignored == {"tests/unit", "tests/cluster", "tests/molecule"}
+
+
+FAKE_PYTEST = """#!/bin/sh
+# Stands in for `python -m pytest ...`: says its niceness and arguments, then ends like
+# pytest, failing (exit 1) when it was given the cluster tier.
+echo "nice $(nice)"
+echo "args $*"
+echo "============ short test summary info ============"
+case "$*" in *" tests/cluster tests/molecule") echo "FAILED tests/cluster/test_x.py::test_y"; exit 1;; esac
+echo "1 passed"
+"""
+
+
+def test_both_streams_run_at_once_each_logged_and_the_failure_is_the_exit_status(tmp_path, capsys):
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTEST)
+    python.chmod(0o755)
+    code = tiers.run(["-q", "-m", "not chaos"], python=str(python), out=tmp_path / "out")
+    assert code == 1
+    node = (tmp_path / "out" / "tiers-node.log").read_text()
+    rest = (tmp_path / "out" / "tiers-rest.log").read_text()
+    assert "nice 0" in node and "nice 19" in rest
+    assert "args -m pytest -o cache_dir=.pytest_cache/node" in node
+    assert f"--junitxml={tmp_path / 'out' / 'tiers-rest.xml'}" in rest
+    assert "-q -m not chaos tests/cluster tests/molecule" in node
+    printed = capsys.readouterr().out
+    assert "[node] FAILED tests/cluster/test_x.py::test_y" in printed
+    assert "[tiers] node: exit 1 after" in printed and "[tiers] rest: exit 0 after" in printed
+    assert printed.count("[rest] 1 passed") == 2  # as it came, and in the summary at the end
