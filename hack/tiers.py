@@ -98,6 +98,7 @@ def run(
                 with out_lock:
                     sys.stdout.write(f"[{stream.name}] {line}")
                     sys.stdout.flush()
+        stream.ended = time.monotonic()  # its output closed: the stream's own end
 
     def stop(signum: int, _frame) -> None:
         for stream in found:
@@ -135,7 +136,6 @@ def run(
     for stream, pumping in zip(found, pumps, strict=True):
         assert stream.process is not None
         codes.append(stream.process.wait())
-        stream.ended = time.monotonic()
         pumping.join()
     for stream, code in zip(found, codes, strict=True):
         print(f"\n[tiers] {stream.name}: exit {code} after {stream.ended - stream.started:.0f} s")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 from support.hack_scripts import hack_script
@@ -67,6 +68,7 @@ echo "nice $(nice)"
 echo "args $*"
 echo "============ short test summary info ============"
 case "$*" in *" tests/cluster tests/molecule") echo "FAILED tests/cluster/test_x.py::test_y"; exit 1;; esac
+sleep 2
 echo "1 passed"
 """
 
@@ -85,5 +87,9 @@ def test_both_streams_run_at_once_each_logged_and_the_failure_is_the_exit_status
     assert "-q -m not chaos tests/cluster tests/molecule" in node
     printed = capsys.readouterr().out
     assert "[node] FAILED tests/cluster/test_x.py::test_y" in printed
-    assert "[tiers] node: exit 1 after" in printed and "[tiers] rest: exit 0 after" in printed
+    # Each stream's own time: the node's fails at once, the rest's takes its 2 s more.
+    took = dict(re.findall(r"\[tiers\] (\w+): exit (\d) after", printed))
+    assert took == {"node": "1", "rest": "0"}, printed
+    seconds = {k: int(v) for k, v in re.findall(r"\[tiers\] (\w+): exit \d after (\d+) s", printed)}
+    assert seconds["rest"] >= 2 and seconds["node"] < seconds["rest"], printed
     assert printed.count("[rest] 1 passed") == 2  # as it came, and in the summary at the end
