@@ -52,7 +52,6 @@ import argparse
 import contextlib
 import fcntl
 import json
-import os
 import re
 import shlex
 import shutil
@@ -63,6 +62,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import go_build
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS_DIR = ROOT / "images" / "glance" / "requirements"
@@ -741,8 +743,7 @@ def one_at_a_time(lock: Path | None = None):
     other stream of ``make test``) waits for the first instead of making the same local
     base beside it. The lock is a file of the user's cache directory."""
     if lock is None:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        lock = cache / "c5c3-glance" / "images.lock"
+        lock = go_build.cache_root() / "images.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("w") as held:
         try:

@@ -1,12 +1,12 @@
 """The order the test tiers run in (tests/conftest.py sorts the collected items by it).
 
-What needs Python alone or a kube-apiserver first, the one-node cluster's tiers last: the Go
-programs only those use (hack/prebuild.py: the node's tools, Envoy Gateway, the controllers
-of ``make cluster-addons``) are built in the background while the earlier tiers run instead
-of being waited for. ``make unit`` runs tests/unit in a pytest of its own, before the
-Kubernetes binaries are there (the Makefile's ``unit-tier``). tests/molecule comes after
-tests/cluster: its ``node`` scenario starts the machine's one node, which the cluster tier
-ends by taking down.
+``make unit`` runs tests/unit alone first (the Makefile's ``unit-tier``), before the
+Kubernetes binaries are there, then hack/tiers.py runs the one-node cluster's tiers
+(tests/cluster, then tests/molecule) and the others in two pytest processes at once; within
+the second, this order. A plain ``pytest tests`` runs everything in this order: what needs
+Python alone or a kube-apiserver first, the node's tiers last, so the Go programs only they
+use (hack/prebuild.py) can be built meanwhile. tests/molecule comes after tests/cluster: its
+``node`` scenario starts the machine's one node, which the cluster tier ends by taking down.
 """
 
 from __future__ import annotations
