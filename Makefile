@@ -47,10 +47,15 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 	  echo "$$log" | sed -n '/"msg": \[/,/^    \]/p' | sed '1d;$$d'; \
 	done
 
+# `make test`'s steps, each `make STEP` in turn and timed: `make unit`'s, with the set-up of
+# `other-tiers` and the Kubernetes binaries it waits for as steps of their own, so the table
+# at the end (hack/time_table.py, out/time-table.txt) says what each cost.
+TEST_STEPS := venv lint unit-tier glance-venvs e2e-env promtool docker-engine cluster-packages \
+  $(if $(KUBE_ASSETS_DIR),,kube-assets) $(if $(HELM),,helm) other-tiers
 .PHONY: test
-test: ## Lint, then every test; the Go programs the tests use are built in the background meanwhile (hack/prebuild.py)
+test: ## Lint, then every test; the Go programs the tests use are built in the background meanwhile (hack/prebuild.py); a table of where the time went at the end
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
-	@$(PYTHON312) hack/prebuild.py -- $(MAKE) --no-print-directory lint unit
+	@$(PYTHON312) hack/prebuild.py --steps $(TEST_STEPS)
 
 # What every test needs on the machine: the environments, the Debian packages the e2e stack
 # and the one-node cluster run, a Docker daemon, promtool, and the Kubernetes binaries.
@@ -65,7 +70,7 @@ unit: unit-tier other-tiers ## The pytest suites, every tier, strictly (tests/sk
 
 .PHONY: unit-tier
 unit-tier: venv ## tests/unit alone, strictly: what needs Python and nothing else
-	C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q --durations=10 tests/unit
+	C5C3_STRICT_SKIPS=1 C5C3_TIMINGS_FILE=out/timings-unit.json $(BIN)/python -m pytest -q --durations=10 tests/unit
 
 .PHONY: other-tiers
 other-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier but tests/unit, strictly: the node's tiers and the rest at once (hack/tiers.py)

@@ -17,7 +17,9 @@ Nothing of one is the other's: the node is the node stream's alone; the rest bin
 loopback ports it picks free and its own kube-apiservers; ``make images``, which both
 run, holds a lock (hack/images.py). Each stream writes its output to
 ``out/tiers-<stream>.log`` and to standard output line by line with its name in front,
-its results to ``out/tiers-<stream>.xml`` (JUnit), and its pytest cache apart. At the end
+its results to ``out/tiers-<stream>.xml`` (JUnit), its modules' seconds to
+``out/timings-<stream>.json`` (tests/support/timings.py, for hack/time_table.py), and its
+pytest cache apart. At the end
 each stream's summary is printed again; the exit status is the first non-zero of the two.
 SIGTERM or SIGINT stops both. Standard library only.
 """
@@ -121,6 +123,7 @@ def run(
             text=True,
             errors="replace",
             start_new_session=True,
+            env={**os.environ, "C5C3_TIMINGS_FILE": str(out / f"timings-{stream.name}.json")},
             preexec_fn=(lambda nice=nice: os.nice(nice)) if nice else None,
         )
         print(

@@ -25,6 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 _AnsibleCollectionFinder(paths=[str(ROOT / ".collections")])._install()
 
 
+def pytest_configure(config):
+    """Where the run's time goes, each module's time limit and the signal guard
+    (tests/support/timings.py)."""
+    from support.timings import Timings
+
+    config.pluginmanager.register(Timings(), "c5c3-timings")
+
+
 @pytest.fixture(scope="session")
 def say(request) -> Callable[[str], None]:
     """Print a line to the terminal, past pytest's capturing (timings: shown without -s)."""

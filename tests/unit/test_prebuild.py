@@ -4,11 +4,16 @@ is stopped with nothing half-made left in the cache and no process left behind."
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 from support.hack_scripts import hack_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,3 +90,66 @@ def test_the_summary_keeps_each_builds_outcome_and_time():
 def test_without_a_command_it_says_how_to_call_it(tmp_path):
     done = run(tmp_path)
     assert done.returncode == 2 and "no command to run" in done.stderr
+
+
+PREBUILD = [sys.executable, str(ROOT / "hack" / "prebuild.py")]
+FAKE_MAKE = """#!/bin/sh
+# Stands in for make: `make --no-print-directory STEP`; the step "bad" fails.
+echo "make $2" >> "$STEPS_SEEN"
+[ "$2" = bad ] && exit 4
+exit 0
+"""
+
+
+def test_steps_run_in_turn_until_one_fails_each_timed_and_the_table_is_written(tmp_path):
+    make = tmp_path / "make"
+    make.write_text(FAKE_MAKE)
+    make.chmod(0o755)
+    seen = tmp_path / "seen"
+    env = dict(os.environ, C5C3_CACHE_DIR=str(tmp_path / "cache"), MAKE=str(make))
+    env["STEPS_SEEN"] = str(seen)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*PREBUILD, "--log", str(out / "prebuild.log"), "--steps", "venv", "bad", "never"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 4, done.stderr
+    assert seen.read_text().splitlines() == ["make venv", "make bad"]
+    steps = json.loads((out / "steps.json").read_text())
+    assert [(s["step"], s["exit"]) for s in steps] == [("venv", 0), ("bad", 4)]
+    assert "step bad failed (exit 4): the steps after it were not run" in done.stderr
+    table = (out / "time-table.txt").read_text()
+    assert "== make test: where the time went" in table and table in done.stderr
+    assert re.search(r"^  bad +\d+ s  exit 4$", table, re.M), table
+
+
+def test_stopped_it_ends_every_process_below_it_also_one_that_ignores_sigterm(tmp_path):
+    """An orphaned process in a session of its own that ignores SIGTERM (a test's daemon, or
+    a pytest with a test's handler left in it) is ended too: SIGKILL after the grace."""
+    pidfile = tmp_path / "pid"
+    # The subshell starts it and ends at once: an orphan, handed to prebuild (its subreaper).
+    script = f"(setsid sh -c 'trap \"\" TERM; echo $$ > {pidfile}; exec sleep 300' &); sleep 300"
+    env = dict(os.environ, C5C3_CACHE_DIR=str(tmp_path / "cache"))
+    prebuild_run = subprocess.Popen(
+        [*PREBUILD, "--log", str(tmp_path / "log"), "--stop-grace", "2", "--", "sh", "-c", script],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and prebuild_run.poll() is None
+        time.sleep(0.1)
+    stray = int(pidfile.read_text())
+    prebuild_run.send_signal(signal.SIGTERM)
+    _, err = prebuild_run.communicate(timeout=90)
+    assert prebuild_run.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM: stopping every process started below this one" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(stray, 0)
