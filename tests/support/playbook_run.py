@@ -125,6 +125,10 @@ def run_playbook(
             quiet=True,
             json_mode=False,
             rotate_artifacts=1,
+            # Without a cancel callback ansible-runner installs SIGTERM and SIGINT handlers
+            # of its own in the calling (main) thread and leaves them there: pytest would
+            # then ignore the signals make test stops it with (tests/support/timings.py).
+            cancel_callback=lambda: False,
         )
         events = list(runner.events)
         stdout = runner.stdout.read() if runner.stdout else ""
