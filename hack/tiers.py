@@ -3,24 +3,25 @@
 
     python3 hack/tiers.py [pytest options...]
 
-* ``node``: the one-node cluster's tiers, tests/cluster then tests/molecule (its ``node``
-  scenario starts the machine's one node, which the cluster tier ends by taking down).
-  Most of their time is spent waiting on the node: pods scheduled and started, Glance
-  importing itself, Jobs completing, a rollout; the machine's cores are about half idle
-  meanwhile (measured: about half idle, ``docs/decisions.md``).
+* ``node``: the one-node cluster's tier, tests/cluster, then the molecule scenario that
+  runs on that node (``node``: the cluster tier ends by taking its node down first). Most
+  of their time is spent waiting on the node: pods scheduled and started, Glance importing
+  itself, Jobs completing, a rollout. It is the longer stream: what can run elsewhere does.
 * ``rest``: every other tier (render, playbooks, reconcile, integration, runner, install,
-  e2e: ``tests/support/tiers.py``'s order). It runs at the lowest CPU priority (nice 19,
-  as hack/prebuild.py's Go builds), so it takes what the node's tiers leave of the cores
-  instead of slowing them.
+  e2e, then the molecule scenarios that need no node: ``offline``, ``default`` on a
+  kube-apiserver of its own, ``kind`` in Docker; ``tests/support/tiers.py``'s order). It
+  runs at the lowest CPU priority (nice 19), so it takes what the node's tiers leave of
+  the cores instead of slowing them.
 
 Nothing of one is the other's: the node is the node stream's alone; the rest binds
-loopback ports it picks free and its own kube-apiservers; ``make images``, which both
-run, holds a lock (hack/images.py). Each stream writes its output to
+loopback ports it picks free and its own kube-apiservers, and kind's node is a Docker
+container with a network namespace of its own; ``make images``, which both run, holds a
+lock (hack/images.py). Each stream writes its output to
 ``out/tiers-<stream>.log`` and to standard output line by line with its name in front,
 its results to ``out/tiers-<stream>.xml`` (JUnit), its modules' seconds to
 ``out/timings-<stream>.json`` (tests/support/timings.py, for hack/time_table.py), and its
-pytest cache apart. At the end
-each stream's summary is printed again; the exit status is the first non-zero of the two.
+pytest cache apart. At the end each stream's summary is printed again; the exit status is
+the first non-zero of the two.
 SIGTERM or SIGINT stops both. Standard library only.
 """
 
@@ -38,6 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out"
 NODE_TIERS = ("tests/cluster", "tests/molecule")
+# The one molecule scenario that runs on the machine's one node; its others (offline, default
+# on a kube-apiserver of its own, kind in Docker) need no node and run in the rest stream.
+NODE_SCENARIO = "tests/molecule/test_scenarios.py::test_molecule_scenario[node]"
 
 
 @dataclass
@@ -64,8 +68,8 @@ class Stream:
 
 
 def streams() -> list[Stream]:
-    rest = ["--ignore=tests/unit", *(f"--ignore={tier}" for tier in NODE_TIERS), "tests"]
-    return [Stream("node", list(NODE_TIERS)), Stream("rest", rest, nice=19)]
+    rest = ["--ignore=tests/unit", "--ignore=tests/cluster", f"--deselect={NODE_SCENARIO}", "tests"]
+    return [Stream("node", ["tests/cluster", NODE_SCENARIO]), Stream("rest", rest, nice=19)]
 
 
 def summary(lines: list[str]) -> list[str]:

@@ -1,11 +1,12 @@
 """The order the test tiers run in (tests/conftest.py sorts the collected items by it).
 
 ``make unit`` runs tests/unit alone first (the Makefile's ``unit-tier``), before the
-Kubernetes binaries are there, then hack/tiers.py runs the one-node cluster's tiers
-(tests/cluster, then tests/molecule) and the others in two pytest processes at once; within
-the second, this order. A plain ``pytest tests`` runs everything in this order: what needs
-Python alone or a kube-apiserver first, the node's tiers last, so the Go programs only they
-use (hack/prebuild.py) can be built meanwhile. tests/molecule comes after tests/cluster: its
+Kubernetes binaries are there, then hack/tiers.py runs two pytest processes at once: the
+one-node cluster's tier (tests/cluster) with the molecule scenario that runs on that node
+after it, and every other tier, in this order, ending with the molecule scenarios that need
+no node. A plain ``pytest tests`` runs everything in this order: what needs Python alone or
+a kube-apiserver first, the node's tiers last, so the Go programs only they use
+(hack/prebuild.py) can be built meanwhile. tests/molecule comes after tests/cluster: its
 ``node`` scenario starts the machine's one node, which the cluster tier ends by taking down.
 """
 

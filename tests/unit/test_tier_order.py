@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 
 from support.hack_scripts import hack_script
 from support.tiers import TESTS, TIER_ORDER, tier_rank
@@ -53,12 +54,37 @@ def test_make_unit_runs_the_unit_tier_before_the_others_and_not_twice():
 tiers = hack_script("tiers")
 
 
-def test_the_node_stream_has_the_clusters_tiers_and_the_rest_everything_else_at_nice_19():
+NODE_SCENARIO = "tests/molecule/test_scenarios.py::test_molecule_scenario[node]"
+
+
+def test_the_node_stream_has_what_runs_on_the_node_and_the_rest_everything_else_at_nice_19():
     node, rest = tiers.streams()
-    assert (node.name, node.args, node.nice) == ("node", ["tests/cluster", "tests/molecule"], 0)
+    assert (node.name, node.args, node.nice) == ("node", ["tests/cluster", NODE_SCENARIO], 0)
     assert rest.nice == 19 and rest.args[-1] == "tests"
-    ignored = {arg.removeprefix("--ignore=") for arg in rest.args[:-1]}
-    assert ignored == {"tests/unit", "tests/cluster", "tests/molecule"}
+    ignored = {arg.removeprefix("--ignore=") for arg in rest.args if arg.startswith("--ignore=")}
+    assert ignored == {"tests/unit", "tests/cluster"}
+    assert f"--deselect={NODE_SCENARIO}" in rest.args
+
+
+def test_the_streams_split_the_molecule_scenarios_between_them():
+    """Each scenario in exactly one stream: ``node`` on the node, the others beside it."""
+
+    def collected(args):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return {line for line in done.stdout.splitlines() if "test_molecule_scenario[" in line}
+
+    node, rest = tiers.streams()
+    on_node = collected(node.args[1:])
+    beside = collected([*rest.args[:-1], "tests/molecule"])
+    assert on_node == {NODE_SCENARIO}
+    assert NODE_SCENARIO not in beside and any("[kind]" in line for line in beside)
+    assert any("[offline]" in line for line in beside)
 
 
 FAKE_PYTEST = """#!/bin/sh
@@ -67,7 +93,7 @@ FAKE_PYTEST = """#!/bin/sh
 echo "nice $(nice)"
 echo "args $*"
 echo "============ short test summary info ============"
-case "$*" in *" tests/cluster tests/molecule") echo "FAILED tests/cluster/test_x.py::test_y"; exit 1;; esac
+case "$*" in *" tests/cluster tests/molecule/"*) echo "FAILED tests/cluster/test_x.py::test_y"; exit 1;; esac
 sleep 2
 echo "1 passed"
 """
@@ -84,7 +110,7 @@ def test_both_streams_run_at_once_each_logged_and_the_failure_is_the_exit_status
     assert "nice 0" in node and "nice 19" in rest
     assert "args -m pytest -o cache_dir=.pytest_cache/node" in node
     assert f"--junitxml={tmp_path / 'out' / 'tiers-rest.xml'}" in rest
-    assert "-q -m not chaos tests/cluster tests/molecule" in node
+    assert f"-q -m not chaos tests/cluster {NODE_SCENARIO}" in node
     printed = capsys.readouterr().out
     assert "[node] FAILED tests/cluster/test_x.py::test_y" in printed
     # Each stream's own time: the node's fails at once, the rest's takes its 2 s more.
