@@ -109,8 +109,54 @@ def pytest_make_collect_report(collector):
 # --- the order of the tiers (tests/support/tiers.py) ----------------------------------------
 
 
-def pytest_collection_modifyitems(items):
-    """The items in the order of ``tiers.TIER_ORDER``; within a tier, pytest's own order."""
+def pytest_collection_modifyitems(config, items):
+    """The items in the order of ``tiers.TIER_ORDER``; within a tier, pytest's own order.
+    Where a real kube-apiserver runs, the API test double's twins of its scenarios are left
+    out (``double_twins_left_out``)."""
     from support.tiers import tier_rank
 
     items.sort(key=lambda item: tier_rank(Path(item.path)))
+    left_out = double_twins_left_out(items)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        kept = set(map(id, left_out))
+        items[:] = [item for item in items if id(item) not in kept]
+        _DOUBLE_TWINS_LEFT_OUT.append(len(left_out))
+
+
+_DOUBLE_TWINS_LEFT_OUT: list[int] = []
+DOUBLE_TWINS_VARIABLE = "C5C3_DOUBLE_TWINS"
+
+
+def double_twins_left_out(items) -> list:
+    """The ``[double...]`` items of scenarios parametrized over the API test double and a
+    kube-apiserver (the ``api`` fixtures of tests/reconcile and tests/runner) when the
+    kube-apiserver's binaries are there: the real server runs the same scenario, and a test
+    double proves nothing about it. Kept: those marked ``double_sees`` (their double run
+    asserts what only the double shows: its request log, a Glance API behind its service
+    proxy), and all of them with ``C5C3_DOUBLE_TWINS=1``. Without the binaries the double
+    is all there is, and every twin runs."""
+    import os
+
+    from integration.kube_harness import ASSET_VARIABLES
+
+    if os.environ.get(DOUBLE_TWINS_VARIABLE) == "1":
+        return []
+    if not any(os.environ.get(variable) for variable in ASSET_VARIABLES):
+        return []
+    return [
+        item
+        for item in items
+        if getattr(item, "callspec", None) is not None
+        and item.callspec.params.get("api") == "double"
+        and item.get_closest_marker("double_sees") is None
+    ]
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    if _DOUBLE_TWINS_LEFT_OUT:
+        return (
+            f"{_DOUBLE_TWINS_LEFT_OUT[-1]} API-test-double twins left out: a real kube-apiserver "
+            f"runs the same scenarios here ({DOUBLE_TWINS_VARIABLE}=1 runs them; tests/conftest.py)"
+        )
+    return None

@@ -53,6 +53,7 @@ def status_of(api, type_: str) -> tuple[str, str]:
     return cond.get("status"), cond.get("reason")
 
 
+@pytest.mark.double_sees
 def test_the_minimal_sample_converges_in_three_passes(api):
     api.create_all(sample_documents())
     if api.double is not None:
@@ -106,6 +107,7 @@ def test_the_minimal_sample_converges_in_three_passes(api):
     assert glance["status"]["observedGeneration"] == glance["metadata"]["generation"]
 
 
+@pytest.mark.double_sees
 def test_a_pass_over_an_unchanged_cluster_writes_nothing(api):
     api.create_all(sample_documents())
     converge(api)
@@ -142,6 +144,7 @@ def test_a_pass_not_told_which_object_fails_saying_how_to_name_it(api, playbook,
     assert run.stats["rescued"] == {"localhost": 1}
 
 
+@pytest.mark.double_sees
 def test_no_default_backend_parks_and_keeps_the_last_good_config(api):
     api.create_all(sample_documents())
     converge(api)

@@ -171,6 +171,7 @@ def wait_for_started_passes(run: MakeRun, what: str) -> None:
     wait_until(lambda: all(ended(kind) >= started[kind] for kind in kinds), what=what)
 
 
+@pytest.mark.double_sees
 @pytest.mark.parametrize("runner_dir", ["default-runner-dir", "RUNNER_DIR"])
 def test_make_run_converges_and_a_restart_with_another_kubeconfig_rolls_nothing(
     api, make_runs, tmp_path, runner_dir

@@ -76,6 +76,7 @@ def default_backend_of(config_map: dict) -> str | None:
 # -- on both API servers ----------------------------------------------------------------------
 
 
+@pytest.mark.double_sees
 def test_the_minimal_sample_converges(api, runners):
     api.create_all(sample_documents())
     runner = runners(api)
