@@ -23,11 +23,11 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 help: ## List the targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
+# .venv is a link to the environment of requirements.txt in the user's cache, built once per
+# machine and pin set (hack/glance_venv.py --checkout-venv): a second checkout starts at once.
 $(STAMP): requirements.txt
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
-	test -x $(BIN)/python || $(PYTHON312) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(PYTHON312) hack/glance_venv.py --checkout-venv --python $(PYTHON312)
 	touch $@
 
 $(COLLECTION_LINK):

@@ -6,9 +6,12 @@ Each environment holds exactly the pinned package set of
 complete, so the result is reproducible) on Python 3.12, and ``pip check`` must pass.
 Tests run the real Glance code of a release with ``.venv-glance/<release>/bin/python``.
 
-Idempotent: a stamp file records the SHA-256 of the requirements file and the Python
-version the environment was built from; when both match nothing is done, otherwise the
-environment is rebuilt from scratch. A lock file serialises concurrent builds.
+Built once per machine, not per checkout: the environment lives in the user's cache
+(``<cache>/venvs/<name>-py<version>-<digest>``, the cache of ``hack/go_build.py``, the digest
+covering the requirements file and the Python version), and ``.venv-glance/<release>`` is a
+link to it. A stamp file, written last, records what it was built from; when it matches,
+nothing is done but the link, otherwise the environment is rebuilt from scratch. A lock file
+in the cache serialises concurrent builds, also from two checkouts.
 
     python3 hack/glance_venv.py                 # every release
     python3 hack/glance_venv.py 2026.2          # one
@@ -17,14 +20,17 @@ environment is rebuilt from scratch. A lock file serialises concurrent builds.
 Python 3.12: ``--python``, else ``$C5C3_GLANCE_PYTHON``, else the newest
 ``~/.pyenv/versions/3.12.*/bin/python3.12``, else ``python3.12`` on PATH.
 
-Standard library only; importable (``ensure_venv``) by the test suite.
+``--checkout-venv`` does the same for the checkout's ``.venv`` (``make venv``: pip upgraded,
+then ``pip install -r requirements.txt``, as before), so a second checkout of the same pins
+starts with its environment at once.
+
+Standard library only; importable (``ensure_venv``, ``ensure_environment``) by the test
+suite and ``tests/e2e/setup_env.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -32,8 +38,11 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import go_build
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VENV_ROOT = REPO_ROOT / ".venv-glance"
@@ -134,17 +143,6 @@ def is_current(release: str) -> bool:
     return version is not None and stamp == stamp_of(release, version)
 
 
-@contextlib.contextmanager
-def _locked(release: str) -> Iterator[None]:
-    VENV_ROOT.mkdir(parents=True, exist_ok=True)
-    with open(VENV_ROOT / f".{release}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _run(cmd: list[str], what: str) -> str:
     proc = subprocess.run(cmd, text=True, capture_output=True, check=False)
     out = "\n".join(
@@ -157,46 +155,132 @@ def _run(cmd: list[str], what: str) -> str:
     return out
 
 
-def ensure_venv(
-    release: str, python: str | None = None, log: Callable[[str], None] | None = None
-) -> Path:
-    """Build ``.venv-glance/<release>`` unless it is current; return its python.
+def cached_dir(name: str, requirements: Path, python_version: str) -> Path:
+    """Where the environment ``name`` built from ``requirements`` with that Python lives in
+    the user's cache."""
+    hashed = hashlib.sha256(requirements.read_bytes() + b"\0" + python_version.encode())
+    return go_build.cache_root() / "venvs" / f"{name}-py{python_version}-{hashed.hexdigest()[:12]}"
 
-    Raises GlanceVenvError when it cannot be built.
-    """
+
+def _link(link: Path, target: Path) -> None:
+    """``link`` (a checkout's ``.venv-glance/<name>``) made a link to ``target``, whatever
+    was there: an environment built in place by an earlier version, or an old link."""
+    if link.is_symlink():
+        if link.readlink() == target:
+            return
+        link.unlink()
+    elif link.exists():
+        shutil.rmtree(link)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+
+
+def ensure_environment(
+    name: str,
+    requirements: Path,
+    link: Path,
+    python: str | None = None,
+    log: Callable[[str], None] | None = None,
+    complete: bool = True,
+) -> bool:
+    """The environment of ``requirements`` in the user's cache, linked at ``link``; built
+    first unless a complete one is there. A ``complete`` file is a whole pinned set:
+    ``pip install --no-deps``, then ``pip check``; otherwise pip is upgraded and the file
+    installed as ``pip install -r`` does (the checkout's ``.venv``). True when it was built.
+    Raises GlanceVenvError when it cannot be."""
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    req = requirements_file(release)
-    if not req.is_file():
-        raise GlanceVenvError(f"no {req.relative_to(REPO_ROOT)}: unknown release {release}")
-    with _locked(release):
-        if is_current(release):
-            log(f"[{release}] {venv_dir(release).relative_to(REPO_ROOT)} is up to date")
-            return venv_python(release)
-        interpreter = find_python(python)
-        version = _python_version(interpreter) or "?"
-        target = venv_dir(release)
-        if target.exists():
-            shutil.rmtree(target)
-        log(f"[{release}] creating {target.relative_to(REPO_ROOT)} with Python {version}")
-        _run([interpreter, "-m", "venv", str(target)], "python -m venv")
-        pip = [str(venv_python(release)), "-m", "pip", "--disable-pip-version-check"]
-        log(f"[{release}] pip install --no-deps -r {req.relative_to(REPO_ROOT)}")
-        out = _run([*pip, "install", "--quiet", "--no-deps", "-r", str(req)], "pip install")
+    interpreter = find_python(python)
+    version = _python_version(interpreter) or "?"
+    target = cached_dir(name, requirements, version)
+    stamp = {"requirements_sha256": hashlib.sha256(requirements.read_bytes()).hexdigest()}
+    stamp["python"] = version
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock = go_build.cache_root() / ".locks" / f"venv-{target.name}"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with go_build.exclusive(lock, lambda: log(f"[{name}] waiting for its build under way")):
+        try:
+            reused = json.loads((target / STAMP).read_text(encoding="utf-8")) == stamp
+        except (OSError, ValueError):
+            reused = False
+        if not reused:
+            _build(name, requirements, target, interpreter, version, complete, log)
+            (target / STAMP).write_text(
+                json.dumps(stamp, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+            )
+        _link(link, target)
+    if reused:
+        log(f"[{name}] {link.relative_to(REPO_ROOT)} is up to date ({target})")
+    return not reused
+
+
+def _build(
+    name: str,
+    requirements: Path,
+    target: Path,
+    interpreter: str,
+    version: str,
+    complete: bool,
+    log: Callable[[str], None],
+) -> None:
+    if target.exists():
+        shutil.rmtree(target)
+    started = time.monotonic()
+    log(f"[{name}] creating {target} with Python {version}")
+    _run([interpreter, "-m", "venv", str(target)], "python -m venv")
+    pip = [str(target / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    source = requirements.relative_to(REPO_ROOT)
+    if complete:
+        log(f"[{name}] pip install --no-deps -r {source}")
+        out = _run(
+            [*pip, "install", "--quiet", "--no-deps", "-r", str(requirements)], "pip install"
+        )
         if out:
             log(out)
         _run([*pip, "check"], "pip check")
-        (target / STAMP).write_text(
-            json.dumps(stamp_of(release, version), indent=1, sort_keys=True) + "\n",
-            encoding="utf-8",
-        )
-        return venv_python(release)
+    else:
+        _run([*pip, "install", "--quiet", "--upgrade", "pip"], "pip install --upgrade pip")
+        log(f"[{name}] pip install -r {source}")
+        _run([*pip, "install", "--quiet", "-r", str(requirements)], "pip install")
+    log(f"[{name}] built in {time.monotonic() - started:.1f}s")
+
+
+def ensure_venv(
+    release: str, python: str | None = None, log: Callable[[str], None] | None = None
+) -> Path:
+    """``.venv-glance/<release>``, built first unless it is current; return its python.
+
+    Raises GlanceVenvError when it cannot be built.
+    """
+    req = requirements_file(release)
+    if not req.is_file():
+        raise GlanceVenvError(f"no {req.relative_to(REPO_ROOT)}: unknown release {release}")
+    ensure_environment(release, req, venv_dir(release), python, log)
+    return venv_python(release)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("release", nargs="*", help=f"default: all ({' '.join(releases())})")
     parser.add_argument("--python", help=f"the Python {PYTHON_SERIES} interpreter to use")
+    parser.add_argument(
+        "--checkout-venv",
+        action="store_true",
+        help="instead: the checkout's .venv from requirements.txt (make venv)",
+    )
     args = parser.parse_args(argv)
+    if args.checkout_venv:
+        try:
+            ensure_environment(
+                "venv",
+                REPO_ROOT / "requirements.txt",
+                REPO_ROOT / ".venv",
+                args.python,
+                complete=False,
+            )
+        except GlanceVenvError as exc:
+            print(f"[venv] {exc}", file=sys.stderr)
+            return 1
+        return 0
     known = releases()
     for release in args.release:
         if release not in known:

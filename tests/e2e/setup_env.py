@@ -31,7 +31,6 @@ Standard library only (plus ``hack/glance_venv.py`` for finding Python 3.12 and 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import os
@@ -48,7 +47,6 @@ REQUIREMENTS = REPO_ROOT / "tests" / "e2e" / f"requirements-{RELEASE}.txt"
 GLANCE_REQUIREMENTS = REPO_ROOT / "images" / "glance" / "requirements" / f"{RELEASE}.txt"
 VENV_NAME = f"e2e-{RELEASE}"
 VENV = REPO_ROOT / ".venv-glance" / VENV_NAME
-STAMP = ".c5c3-e2e-venv.json"
 # What the e2e suite runs, on top of Glance itself (``--lock`` resolves these).
 TOP_LEVEL = (
     "glance==33.0.0",
@@ -171,45 +169,10 @@ def lock(python: str) -> None:
 # the environment
 
 
-def _stamp(python_version: str) -> dict[str, str]:
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
-    return {"requirements_sha256": digest, "python": python_version}
-
-
-def venv_is_current() -> bool:
-    python = VENV / "bin" / "python"
-    try:
-        stamp = json.loads((VENV / STAMP).read_text())
-    except (OSError, ValueError):
-        return False
-    version = glance_venv._python_version(str(python)) if python.exists() else None
-    return version is not None and stamp == _stamp(version)
-
-
 def ensure_venv(python: str | None) -> bool:
-    """Build the environment unless it is current; True when it was built."""
-    with glance_venv._locked(VENV_NAME):
-        if venv_is_current():
-            log(f"{VENV.relative_to(REPO_ROOT)} is up to date")
-            return False
-        interpreter = glance_venv.find_python(python)
-        version = glance_venv._python_version(interpreter) or "?"
-        if VENV.exists():
-            shutil.rmtree(VENV)
-        started = time.monotonic()
-        log(f"creating {VENV.relative_to(REPO_ROOT)} with Python {version}")
-        glance_venv._run([interpreter, "-m", "venv", str(VENV)], "python -m venv")
-        pip = [str(VENV / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
-        log(f"pip install --no-deps -r {REQUIREMENTS.relative_to(REPO_ROOT)}")
-        out = glance_venv._run(
-            [*pip, "install", "--quiet", "--no-deps", "-r", str(REQUIREMENTS)], "pip install"
-        )
-        if out:
-            log(out)
-        glance_venv._run([*pip, "check"], "pip check")
-        (VENV / STAMP).write_text(json.dumps(_stamp(version), indent=1, sort_keys=True) + "\n")
-        log(f"environment installed in {time.monotonic() - started:.1f}s")
-        return True
+    """Build the environment unless it is current (in the user's cache, linked at
+    ``.venv-glance/e2e-<release>``: ``hack/glance_venv.py``); True when it was built."""
+    return glance_venv.ensure_environment(VENV_NAME, REQUIREMENTS, VENV, python, log)
 
 
 # ---------------------------------------------------------------------------------------
