@@ -155,6 +155,11 @@ def _run(cmd: list[str], what: str) -> str:
     return out
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the checkout where it is in it."""
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
 def cached_dir(name: str, requirements: Path, python_version: str) -> Path:
     """Where the environment ``name`` built from ``requirements`` with that Python lives in
     the user's cache."""
@@ -209,7 +214,7 @@ def ensure_environment(
             )
         _link(link, target)
     if reused:
-        log(f"[{name}] {link.relative_to(REPO_ROOT)} is up to date ({target})")
+        log(f"[{name}] {shown(link)} is up to date ({target})")
     return not reused
 
 
@@ -228,7 +233,7 @@ def _build(
     log(f"[{name}] creating {target} with Python {version}")
     _run([interpreter, "-m", "venv", str(target)], "python -m venv")
     pip = [str(target / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
-    source = requirements.relative_to(REPO_ROOT)
+    source = shown(requirements)
     if complete:
         log(f"[{name}] pip install --no-deps -r {source}")
         out = _run(
