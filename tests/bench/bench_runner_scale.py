@@ -59,7 +59,10 @@ sys.path.insert(0, str(ROOT / "tests" / "bench"))
 
 from bench_support import api_server, floor, host_line, verdict  # noqa: E402
 from support.api_env import sample_documents  # noqa: E402
+from support.hack_scripts import hack_script  # noqa: E402
 from test_runner_support import RunnerProcess  # noqa: E402
+
+prebuild = hack_script("prebuild")
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -73,28 +76,9 @@ def status_of(obj: dict, type_: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def children_of() -> dict[int, list[int]]:
-    """Every process's children, from /proc."""
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(parent, []).append(int(entry.name))
-    return tree
-
-
 def descendants(pid: int) -> list[int]:
-    tree, out, todo = children_of(), [], [pid]
-    while todo:
-        current = todo.pop()
-        out.append(current)
-        todo.extend(tree.get(current, []))
-    return out
+    """``pid`` and every process below it (hack/prebuild.py's walk of /proc)."""
+    return [pid, *prebuild.descendants(pid)]
 
 
 def rss_kib(pid: int) -> int:

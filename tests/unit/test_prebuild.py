@@ -23,6 +23,7 @@ gateway_tool = hack_script("gateway_tool")
 helm_tool = hack_script("helm_tool")
 kube_assets = hack_script("kube_assets")
 netpol_tool = hack_script("netpol_tool")
+PREBUILD = [sys.executable, str(ROOT / "hack" / "prebuild.py")]
 
 
 def test_it_builds_what_the_tiers_build_kubernetes_first():
@@ -39,12 +40,16 @@ def test_binaries_named_by_the_environment_are_not_built():
     assert "kube-assets" not in names and "helm" not in names and "kube-router" in names
 
 
-def run(tmp_path: Path, *command: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, C5C3_CACHE_DIR=str(tmp_path / "cache"))
+def run(
+    tmp_path: Path, *command: str, log: Path | None = None, **environ: str
+) -> subprocess.CompletedProcess:
+    """hack/prebuild.py with ``command`` (``--steps ...`` or ``-- command``), its cache and
+    its log in ``tmp_path``."""
+    env = dict(os.environ, C5C3_CACHE_DIR=str(tmp_path / "cache"), **environ)
     env.pop("KUBE_ASSETS_DIR", None)
-    script = str(ROOT / "hack" / "prebuild.py")
+    arguments = list(command) if command[:1] == ("--steps",) else ["--", *command]
     return subprocess.run(
-        [sys.executable, script, "--log", str(tmp_path / "log"), "--", *command],
+        [*PREBUILD, "--log", str(log or tmp_path / "log"), *arguments],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -92,7 +97,6 @@ def test_without_a_command_it_says_how_to_call_it(tmp_path):
     assert done.returncode == 2 and "no command to run" in done.stderr
 
 
-PREBUILD = [sys.executable, str(ROOT / "hack" / "prebuild.py")]
 FAKE_MAKE = """#!/bin/sh
 # Stands in for make: `make --no-print-directory STEP`; the step "bad" fails.
 echo "make $2" >> "$STEPS_SEEN"
@@ -106,17 +110,13 @@ def test_steps_run_in_turn_until_one_fails_each_timed_and_the_table_is_written(t
     make.write_text(FAKE_MAKE)
     make.chmod(0o755)
     seen = tmp_path / "seen"
-    env = dict(os.environ, C5C3_CACHE_DIR=str(tmp_path / "cache"), MAKE=str(make))
-    env["STEPS_SEEN"] = str(seen)
     out = tmp_path / "out"
-    done = subprocess.run(
-        [*PREBUILD, "--log", str(out / "prebuild.log"), "--steps", "venv", "bad", "never"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    done = run(
+        tmp_path,
+        *("--steps", "venv", "bad", "never"),
+        log=out / "prebuild.log",
+        MAKE=str(make),
+        STEPS_SEEN=str(seen),
     )
     assert done.returncode == 4, done.stderr
     assert seen.read_text().splitlines() == ["make venv", "make bad"]
