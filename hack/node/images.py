@@ -98,16 +98,51 @@ def pause_archive(path: Path, build_dir: Path, name: str = PAUSE_IMAGE) -> Path:
     return path
 
 
+DOCKER_ID_LABEL = "io.c5c3.docker-image-id"
+"""The label an image loaded from Docker carries in the node: the Docker image's ID."""
+
+
+def docker_image_id(image: str) -> str:
+    done = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", image],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def labels_of(listing: str) -> dict[str, dict[str, str]]:
+    """Each image's labels, from ``ctr images ls`` (its last column: ``k=v,k=v``)."""
+    found: dict[str, dict[str, str]] = {}
+    for line in listing.splitlines()[1:]:
+        words = line.split()
+        if len(words) < 2:
+            continue
+        labels = words[-1] if "=" in words[-1] else ""
+        found[words[0]] = dict(pair.split("=", 1) for pair in labels.split(",") if "=" in pair)
+    return found
+
+
 class Images(NodeBase):
     """Loads images into the node's containerd and lists them."""
 
     def load_images(self, images: Iterable[str]) -> None:
-        """``docker save`` each image into the node's containerd (namespace k8s.io)."""
+        """``docker save`` each image into the node's containerd (namespace k8s.io), but
+        one the node holds already as that same Docker image (its ID in the image's label
+        ``DOCKER_ID_LABEL``): running ``make cluster-addons`` or ``make
+        cluster-load-images`` again copies only what changed."""
+        held = labels_of(self._ctr("images", "ls", check=True).stdout)
         for image in images:
+            wanted = docker_image_id(image)
+            if held.get(image, {}).get(DOCKER_ID_LABEL) == wanted:
+                self.say(f"{image}: in the node already ({wanted[:19]})")
+                continue
             with tempfile.TemporaryFile() as archive:
                 subprocess.run(["docker", "save", image], stdout=archive, check=True)
                 archive.seek(0)
                 self._ctr("images", "import", "-", stdin=archive, check=True)
+            self._ctr("images", "label", image, f"{DOCKER_ID_LABEL}={wanted}", check=True)
 
     def images(self) -> list[str]:
         out = self._ctr("images", "list", "--quiet", check=True).stdout
