@@ -66,7 +66,7 @@ test: ## Lint, then every test; the Go programs the tests use are built in the b
 # (hack/tiers.py): the one-node cluster's tiers, which mostly wait on the node, and every
 # other tier beside them at nice 19.
 .PHONY: unit
-unit: unit-tier other-tiers ## The pytest suites, every tier, strictly (tests/skips.py); the chaos faults are `make chaos`
+unit: unit-tier other-tiers ## The pytest suites, every tier, strictly (tests/skips.py); the chaos faults are `make chaos`, the transfer figures `make transfer-figures`
 
 .PHONY: unit-tier
 unit-tier: venv ## tests/unit alone, strictly: what needs Python and nothing else
@@ -74,7 +74,7 @@ unit-tier: venv ## tests/unit alone, strictly: what needs Python and nothing els
 
 .PHONY: other-tiers
 other-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier but tests/unit, strictly: the node's tiers and the rest at once (hack/tiers.py)
-	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python hack/tiers.py -q --durations=30 -m "not chaos"
+	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python hack/tiers.py -q --durations=30 -m "not chaos and not figures"
 
 .PHONY: lint
 lint: venv ## ruff, yamllint, ansible-lint (production profile), gofmt of hack/'s Go
@@ -222,6 +222,10 @@ cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address
 .PHONY: chaos
 chaos: venv e2e-env docker-engine cluster-packages ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load; prints one row per fault
 	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster/test_chaos.py
+
+.PHONY: transfer-figures
+transfer-figures: venv e2e-env docker-engine cluster-packages ## An image through the Service, the pod and loopback on the one-node cluster: MiB/s and CPU per GiB (tests/cluster/test_transfer.py, docs/e2e.md)
+	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster/test_transfer.py
 
 .PHONY: cluster-test
 cluster-test: venv e2e-env docker-engine cluster-packages ## The cluster tier (tests/cluster) with the chaos faults: images built, installed with kubectl, Glance served from pods
