@@ -56,6 +56,7 @@ STOP_GRACE = 30  # seconds a stopped build (or step) has to end before SIGKILL
 # (nice 19), which need none of them but the Kubernetes binaries, built first.
 BUILD_NICE = 10
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 
 
 def builds(
@@ -196,11 +197,17 @@ def reap() -> None:
 
 
 def become_subreaper() -> bool:
+    """This process the subreaper of what runs below it, and told with SIGTERM when its
+    parent ends (``make`` stopped alone, as ``kill <pid>`` or ``timeout`` stop it): Linux's
+    prctl; False where it is not there."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return False
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         return False
+    return True
 
 
 class Stopped(Exception):
@@ -261,7 +268,6 @@ def run(
     builds_record = log_path.with_suffix(".json")
     for stale in (out / "steps.json", builds_record):
         stale.unlink(missing_ok=True)
-    subreaper = become_subreaper()
 
     def on_signal(signum: int, _frame) -> None:
         raise Stopped(signum)
@@ -269,6 +275,7 @@ def run(
     previous = {
         s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     }
+    subreaper = become_subreaper()
     with log_path.open("w") as log:
         builder = subprocess.Popen(
             [sys.executable, __file__, "--build-all", "--record", str(builds_record)],

@@ -153,3 +153,35 @@ def test_stopped_it_ends_every_process_below_it_also_one_that_ignores_sigterm(tm
     assert "SIGTERM: stopping every process started below this one" in err
     with pytest.raises(ProcessLookupError):
         os.kill(stray, 0)
+
+
+def test_when_its_parent_is_killed_it_stops_what_runs_below_it(tmp_path):
+    """``make`` killed alone (``kill <pid>``, ``timeout``): prebuild is told with SIGTERM
+    and ends its command too."""
+    pidfile = tmp_path / "pid"
+    parent = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            f"{sys.executable} {ROOT / 'hack' / 'prebuild.py'} --log {tmp_path / 'log'} "
+            f"--stop-grace 2 -- sh -c 'echo $$ > {pidfile}; exec sleep 300' & wait",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, C5C3_CACHE_DIR=str(tmp_path / "cache")),
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.1)
+    command = int(pidfile.read_text())
+    parent.kill()  # SIGKILL: the shell standing in for make ends at once
+    parent.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(command, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the command (pid {command}) outlived prebuild's parent by 60 s")
