@@ -73,9 +73,11 @@ def test_c5c3_double_twins_1_runs_them_all(without_binaries):
     assert doubles(ids) == doubles(all_ids) and "twins left out" not in out
 
 
-def test_a_twin_is_marked_double_sees_only_where_it_asserts_on_the_double():
-    sys.path[:0] = [str(ROOT / "tests" / "runner"), str(ROOT / "tests")]
+def test_a_twin_is_marked_double_sees_only_where_it_asserts_on_the_double(monkeypatch):
     import importlib
+
+    # For this test only: the runner tier's modules import their neighbours by name.
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "runner"))
 
     for module_name in ("reconcile.test_reconcile", "test_make_run", "test_runner_scenarios"):
         module = importlib.import_module(module_name)
