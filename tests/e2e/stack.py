@@ -1087,12 +1087,24 @@ class Stack:
         command = [*container["command"], *(container.get("args") or [])]
         return self.spawn(name, remap.command(command), env=env)
 
-    def launch_from(self, name: str, rendered: Rendered, remap: Remap, port: int) -> Process:
-        """Start the Glance API container of ``rendered`` on ``port``; wait for health."""
+    def launch_from(
+        self,
+        name: str,
+        rendered: Rendered,
+        remap: Remap,
+        port: int,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> Process:
+        """Start the Glance API container of ``rendered`` on ``port``; wait for health.
+
+        ``extra_env`` is added to the container's rendered environment (a test's setting
+        of a library under Glance, never one the operator renders).
+        """
         remap = replace(remap, port=port)
         pod, container = pod_container(rendered.find("Deployment"), "glance-api")
         materialize(rendered, pod, container, remap)
         env = remap.environment(rendered.container_env(container, remap.downward_api))
+        env.update(extra_env or {})
         proc = self.spawn(
             name, remap.command(container["command"]), env=env, stop_signal=signal.SIGINT
         )
