@@ -680,9 +680,7 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
             sink.shutdown(socket.SHUT_WR)
 
 
-def _launch_release(
-    stack, release_venv, release: str, name: str, edit_more=None, extra_env=None
-):
+def _launch_release(stack, release_venv, release: str, name: str, edit_more=None, extra_env=None):
     """A Glance API of ``release`` from a variant of the stack's render; (url, process).
 
     The stack's own release runs from the e2e environment on the stack's database; another
