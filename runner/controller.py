@@ -18,12 +18,13 @@ Event to key, as controller-runtime's handlers do it for ansible-operator:
   ``watchDependentResources`` (``EnqueueRequestForOwner(OnlyControllerOwner)``), through
   operator-lib's ``DependentPredicate`` (:func:`dependent_wants`): a delete always, a create
   never, an update only when something besides ``status``, ``resourceVersion`` and the
-  ``managedFields`` times changed. One addition: a change of a Deployment's, Job's or
-  HTTPRoute's readiness (:func:`readiness`) wakes the owner too, although it is a status
-  change, and so does a mariadb-operator Database's, User's or Grant's ``Ready``. The Glance
-  pass waits for exactly these (DeploymentReady, the db-sync Job, HTTPRouteAccepted, the
-  managed database); with the predicate alone the pass would see them only at its next
-  requeue (10 to 30 s later). Other status changes (a Deployment's ``conditions`` timestamps
+  ``managedFields`` times changed. One addition: a change of a Deployment's, Job's,
+  CronJob's or HTTPRoute's readiness (:func:`readiness`) wakes the owner too, although it
+  is a status change, and so does a mariadb-operator Database's, User's or Grant's
+  ``Ready``. The Glance pass waits for exactly these (DeploymentReady, the db-sync Job, a
+  db-purge run's end, HTTPRouteAccepted, the managed database); with the predicate alone
+  the pass would see them only at its next requeue (10 to 30 s later; a purge run's end
+  only at the next periodic pass). Other status changes (a Deployment's ``conditions`` timestamps
   or a replica count that flips none of the pass's predicates, a Job's ``active`` count)
   still wake nothing.
 
@@ -241,7 +242,11 @@ def readiness(obj: Mapping[str, Any]) -> Any:
     ``upgrade.rollout_converged``), not the replica counts themselves: a rollout's
     intermediate states (2 of 3 pods ready, a new ``unavailableReplicas``) change none of
     them, and a pass they woke would find the same and wait again. Job: whether it is
-    Complete or Failed. HTTPRoute: each parent's ``Accepted`` with its observed generation.
+    Complete or Failed. CronJob (db-purge): its runs under way (``status.active``) and the
+    last success - a run that ends leaves ``active``, so the pass that reports its outcome
+    and records it (``cobaltcore.c5c3.io/last-db-purge-job-uid``) follows at once, as the
+    reference's reconcile on its owned CronJob's status does. HTTPRoute: each parent's
+    ``Accepted`` with its observed generation.
     """
     kind = obj.get("kind")
     status = obj.get("status") or {}
@@ -259,6 +264,11 @@ def readiness(obj: Mapping[str, Any]) -> Any:
                 if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
             )
         )
+    if kind == "CronJob":
+        active = sorted(
+            str(ref.get("uid") or ref.get("name")) for ref in status.get("active") or []
+        )
+        return (status.get("lastSuccessfulTime"), tuple(active))
     if kind in ("Database", "User", "Grant") and str(obj.get("apiVersion", "")).startswith(
         "k8s.mariadb.com/"
     ):

@@ -626,6 +626,7 @@ class Manager:
             listed = not informer.synced.is_set()
             self.upgrade_phases.seen(event, new, old, listed=listed)
             self.glance_conditions.seen(event, new, old, listed=listed)
+            self.db_jobs.recorded(event, new, old, listed=listed)
             primary(event, new, old)
 
         return handle

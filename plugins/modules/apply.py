@@ -51,6 +51,16 @@ options:
     type: list
     elements: str
     default: [glance.openstack.c5c3.io/finalizer]
+  annotations:
+    description:
+      - The finished Jobs' record the pass decided - C(cobaltcore.c5c3.io/last-<kind>-job-uid)
+        to the UID of the last finished db-purge, db-sync or upgrade phase Job, as the
+        reference writes it - merge-patched onto the custom resource after the writes, at
+        the resourceVersion read (or the finalizer patch's).
+      - Best effort, as the reference's - a refused or failed patch fails nothing; it comes back
+        in RV(deferred) and the next pass writes it.
+    type: dict
+    default: {}
   target_cluster:
     description:
       - The registered cluster the O(actions) are written to (the custom resource's
@@ -86,6 +96,14 @@ written:
 api_requests:
   description: How many API requests the module made.
   type: int
+  returned: always
+deferred:
+  description:
+    - The Warning events (type, reason, message) for the report step when the finished Jobs'
+      record could not be written - C(DBPurgeMetricEmissionDeferred) for db-purge,
+      C(DBSyncMetricEmissionDeferred) for the others, as the reference emits them.
+  type: list
+  elements: dict
   returned: always
 """
 

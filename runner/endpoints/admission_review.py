@@ -403,8 +403,8 @@ class Admission:
             return [o for o in self.list_glancebackends(namespace) if isinstance(o, Mapping)]
         except Exception as exc:
             raise LookupFailed(
-                f"listing the GlanceBackends of namespace {namespace!r} for the single-default "
-                f"check: {exc}"
+                f"listing GlanceBackends for the single-default check: {exc} "
+                f"(namespace {namespace!r})"
             ) from exc
 
     def _priority_class_lookup(self) -> PriorityClassLookup | None:
@@ -416,6 +416,8 @@ class Admission:
             try:
                 return bool(lookup(name))
             except Exception as exc:
-                raise LookupFailed(f"looking up PriorityClass {name!r}: {exc}") from exc
+                raise LookupFailed(
+                    f"failed to look up PriorityClass: {exc} (PriorityClass {name!r})"
+                ) from exc
 
         return exists

@@ -19,7 +19,9 @@ A step with a failure that is not ignored is an error, counted with the conditio
 Glance reconciler's pipeline.
 
 **db-sync and db-purge Jobs.** :class:`DbJobCounter` reads the Jobs of the dependent
-informer (compact entries, :func:`job_facts`) and counts each terminal Job UID once:
+informer (compact entries, :func:`job_facts`) and counts each finished Job once, when the
+pass that saw it finished records its UID on the Glance (the reference's
+``cobaltcore.c5c3.io/last-<kind>-job-uid``; the Glance informer shows the change):
 ``db_sync_*`` for a Job whose controller owner is a Glance, ``db_purge_*`` for a Job of
 the Glance's db-purge CronJob. Duration: the terminal condition's ``lastTransitionTime``
 (else ``status.completionTime``) minus ``metadata.creationTimestamp``. The upgrade phase
@@ -59,6 +61,9 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.content_addres
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.upgrade import (
     CONTRACTING,
     NEXT_PHASE,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_state import (
+    job_uid_suffix,
 )
 from runner.endpoints.metrics import CONDITION_STATUSES, RunnerMetrics
 
@@ -250,6 +255,16 @@ DB_COMPONENTS = ("db-sync", "db-expand", "db-migrate", "db-contract", "db-purge"
 suffix), ``db-sync`` for another Glance-owned Job, ``db-purge`` for a db-purge run."""
 
 
+def _records(glance: Mapping[str, Any]) -> dict[str, str]:
+    """The finished-Job records on a Glance: Job kind -> UID (``job_uid_suffix``)."""
+    annotations = (glance.get("metadata") or {}).get("annotations") or {}
+    return {
+        suffix: str(value)
+        for key, value in annotations.items()
+        if (suffix := job_uid_suffix(key)) is not None and value
+    }
+
+
 def job_component(entry: Mapping[str, Any], which: str) -> str:
     """The ``component`` of a database Job entry that :func:`job_owner` placed (``which``)."""
     if which == PURGE:
@@ -264,19 +279,29 @@ class _JobState:
     glance: str
     namespace: str
     component: str
+    which: str  # SYNC or PURGE: the series it counts in
     result: str | None  # SUCCEEDED, FAILED; None while it runs
     ended: datetime | None  # when it ended (else when it was created), to find the newest
+    seconds: float | None  # its duration once it ended, when the times are known
 
 
 class DbJobCounter:
-    """Counts each db-sync and db-purge Job once when it is seen terminal, and keeps the
+    """Counts each db-sync and db-purge Job once, when its Glance records it, and keeps the
     gauges of the database Jobs that exist.
 
-    ``seen(event, new, old, listed)`` takes the dependent informer's Job events. A Job
-    already terminal in an informer's first list (``listed``) is remembered, not counted:
-    a previous leader counted it (a Job that ended while no runner watched is lost, where
-    the reference persists the UID on the Job). A deleted Job's UID is forgotten, so the
-    set holds only Jobs that exist.
+    ``seen(event, new, old, listed)`` takes the dependent informer's Job events and keeps
+    what each Job is (its Glance, kind, result, duration). ``recorded(event, new, old,
+    listed)`` takes the Glance informer's events: a pass that sees a finished Job records
+    its UID on the Glance (``cobaltcore.c5c3.io/last-<kind>-job-uid``, as the reference's
+    RecordJobTerminalState does), and a record that changes is what counts the Job - in
+    ``db_purge_*`` for db-purge, in ``db_sync_*`` for db-sync and the upgrade phases, as
+    the reference does. So a run is counted once however many passes and runners see it,
+    and a Job that ended while no runner watched is counted when the next pass records
+    it. A record already there in the Glance informer's first list (``listed``) was
+    counted by the runner that saw it change; a record whose Job the Job informer has not
+    shown finished yet is counted when it does. As in the reference, only the newest
+    finished run a pass sees is recorded: two purge runs that both end between two passes
+    count once.
 
     The gauges are state, not events, so the first list feeds them too: per Glance and
     :func:`job_component`, ``glance_operator_db_jobs_active`` counts the Jobs that have not
@@ -288,6 +313,7 @@ class DbJobCounter:
     def __init__(self, metrics: RunnerMetrics) -> None:
         self.metrics = metrics
         self.counted: set[str] = set()
+        self.pending: dict[str, tuple[str, str]] = {}  # recorded UID -> its Glance's key
         self.jobs: dict[str, _JobState] = {}
         self._lock = threading.Lock()
 
@@ -298,46 +324,88 @@ class DbJobCounter:
         old: Mapping[str, Any] | None,
         listed: bool = False,
     ) -> bool:
-        """Handle one Job event; whether it was counted."""
+        """Handle one Job event; whether it counted a Job (recorded before it was shown
+        finished)."""
         entry = new if new is not None else old
         if not entry or entry.get("kind") != "Job":
             return False
         uid = str((entry.get("metadata") or {}).get("uid") or "")
         if not uid:
             return False
-        if new is None:
-            with self._lock:
-                self.counted.discard(uid)
-                self._track(uid, None)
-            return False
-        facts = new.get("job") or {}
-        terminal = facts.get("terminal")
-        owner = job_owner(new)
-        if owner is None:
-            with self._lock:
-                self._track(uid, None)
-            return False
-        which, glance = owner
-        namespace = str((new.get("metadata") or {}).get("namespace") or "")
-        result = terminal["result"] if terminal else None
-        ended = (_time(terminal.get("time")) or _time(facts.get("created"))) if terminal else None
-        state = _JobState(glance, namespace, job_component(new, which), result, ended)
+        owner = job_owner(new) if new is not None else None
         with self._lock:
-            self._track(uid, state)
-            if terminal is None or uid in self.counted:
+            if owner is None:
+                self._track(uid, None)
+                if new is None:
+                    self.counted.discard(uid)
                 return False
-            self.counted.add(uid)
-        if listed:
+            which, glance = owner
+            facts = new.get("job") or {}
+            terminal = facts.get("terminal")
+            self._track(
+                uid,
+                _JobState(
+                    glance,
+                    str((new.get("metadata") or {}).get("namespace") or ""),
+                    job_component(new, which),
+                    which,
+                    terminal["result"] if terminal else None,
+                    (_time(terminal.get("time")) or _time(facts.get("created")))
+                    if terminal
+                    else None,
+                    _seconds_between(facts.get("created"), terminal.get("time"))
+                    if terminal
+                    else None,
+                ),
+            )
+            if terminal is None or uid not in self.pending:
+                return False
+            del self.pending[uid]
+            return self._count(uid)
+
+    def recorded(
+        self,
+        event: str,
+        new: Mapping[str, Any] | None,
+        old: Mapping[str, Any] | None,
+        listed: bool = False,
+    ) -> list[str]:
+        """Handle one Glance event; the UIDs of the Jobs its changed records counted."""
+        entry = new if new is not None else old
+        if not entry or entry.get("kind") != "Glance":
+            return []
+        meta = entry.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        with self._lock:
+            if new is None:
+                self.pending = {u: k for u, k in self.pending.items() if k != key}
+                return []
+            before = _records(old) if old is not None else {}
+            counted = []
+            for suffix, uid in _records(new).items():
+                if listed or before.get(suffix) == uid or uid in self.counted:
+                    continue
+                state = self.jobs.get(uid)
+                if state is None or state.result is None:
+                    self.pending[uid] = key
+                elif self._count(uid):
+                    counted.append(uid)
+            return counted
+
+    def _count(self, uid: str) -> bool:
+        """Count the finished Job ``uid`` in its series; lock held."""
+        if uid in self.counted:
             return False
+        self.counted.add(uid)
+        job = self.jobs[uid]
         total, duration = (
             (self.metrics.db_sync_total, self.metrics.db_sync_duration)
-            if which == SYNC
+            if job.which == SYNC
             else (self.metrics.db_purge_total, self.metrics.db_purge_duration)
         )
-        total.labels(glance=glance, namespace=namespace, result=terminal["result"]).inc()
-        seconds = _seconds_between(facts.get("created"), terminal.get("time"))
-        if seconds is not None:
-            duration.labels(glance=glance, namespace=namespace).observe(seconds)
+        total.labels(glance=job.glance, namespace=job.namespace, result=job.result).inc()
+        if job.seconds is not None:
+            duration.labels(glance=job.glance, namespace=job.namespace).observe(job.seconds)
         return True
 
     def _track(self, uid: str, state: _JobState | None) -> None:

@@ -262,7 +262,7 @@ def gated(node, services, addons, say) -> dict[str, Any]:
     step(
         "the database's synced, the service user's not",
         "WaitingForServiceUserCredentials",
-        "Waiting for ESO to sync service-user credentials from OpenBao",
+        "Waiting for ESO to sync the Glance service-user password from OpenBao",
     )
     bao(
         node,

@@ -288,3 +288,74 @@ def test_a_gateway_without_the_gateway_api_is_reported_and_asked_again(tmp_path)
         assert status_of(api, "HTTPRouteReady") == ("False", "GatewayAPINotInstalled")
         assert run.requeue_after == 30  # db-sync runs; the 60 s probe is the longer ask
         assert not any(r.path.endswith("/httproutes/glance") for r in double.requests)
+
+
+PURGE_RECORD = "cobaltcore.c5c3.io/last-db-purge-job-uid"
+
+
+def purge_run(api, name: str, state: str) -> dict:
+    """A finished run of the Glance's db-purge CronJob, as the CronJob controller makes it."""
+    cronjob = api.get("CronJob", "glance-db-purge")
+    api.client.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": api.namespace,
+                "labels": cronjob["spec"]["jobTemplate"]["metadata"]["labels"],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "CronJob",
+                        "name": "glance-db-purge",
+                        "uid": cronjob["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": cronjob["spec"]["jobTemplate"]["spec"],
+        }
+    )
+    api.settle(jobs=state)
+    return api.get("Job", name)
+
+
+def test_a_finished_purge_run_is_recorded_on_the_glance_once_and_a_refused_record_waits(api):
+    """The reference's record of the last finished purge run
+    (``cobaltcore.c5c3.io/last-db-purge-job-uid``): written by the pass that sees the run
+    finished, at the resourceVersion it read; a pass whose Glance has moved on since (an
+    edit between its read and its write: here a stale object handed to the pass) writes
+    nothing over it, warns as the reference does and leaves the record to the next pass."""
+    api.create_all(sample_documents())
+    converge(api)
+    stale = api.get("Glance", "glance")
+    run = purge_run(api, "glance-db-purge-29000000", "Complete")
+    recorded = api.glance_pass()
+    assert recorded.step_actions == [GATHER, APPLY]
+    glance = api.get("Glance", "glance")
+    assert glance["metadata"]["annotations"][PURGE_RECORD] == run["metadata"]["uid"]
+    assert glance["metadata"]["generation"] == stale["metadata"]["generation"]
+    assert api.glance_pass().step_actions == [GATHER]  # recorded once
+
+    failed = purge_run(api, "glance-db-purge-29000060", "Failed")
+    deferred = api.glance_pass(_glance_openstack_c5c3_io_glance=stale)
+    assert deferred.ok and deferred.step_actions == [GATHER, APPLY, REPORT]
+    glance = api.get("Glance", "glance")
+    assert glance["metadata"]["annotations"][PURGE_RECORD] == run["metadata"]["uid"]
+    warnings = [
+        e["message"]
+        for e in api.list("Event")
+        if e["reason"] == "DBPurgeMetricEmissionDeferred" and e["type"] == "Warning"
+    ]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(
+        "Patching last-observed db-purge Job UID failed; metric emission deferred to the next "
+        "reconcile: Operation cannot be fulfilled on glances.glance.openstack.c5c3.io "
+        '"glance": the object has been modified'
+    ), warnings
+    api.glance_pass()
+    glance = api.get("Glance", "glance")
+    assert glance["metadata"]["annotations"][PURGE_RECORD] == failed["metadata"]["uid"]
+    assert status_of(api, "DBPurgeReady") == ("False", "DBPurgeJobFailed")

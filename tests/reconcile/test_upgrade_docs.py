@@ -129,7 +129,7 @@ def test_the_upgrade_page_commands_start_watch_repair_and_abort_an_upgrade(api):
     api.settle(jobs="Failed")
     api.glance_pass()
     assert "DatabaseReady=False ExpandFailed: " in run(api, CONDITIONS)
-    assert re.search(r"Warning +ExpandFailed +Upgrade 2026.1 → 2026.2: db expand", run(api, EVENTS))
+    assert re.search(r"Warning +ExpandFailed +Expand job glance-db-expand failed", run(api, EVENTS))
     run(api, DELETE_JOB)
     api.glance_pass()  # created again
     job = api.get("Job", "glance-db-expand")

@@ -146,7 +146,7 @@ def test_an_upgrade_walks_every_phase_and_contracts_only_after_the_rollout(api):
     assert database(api) == (
         "False",
         "UpgradeRollingUpdate",
-        "Migrate complete, waiting for Deployment rollout",
+        "Migrate complete, waiting for Deployment rollout: 2026.1 → 2026.2",
     )
     assert events.new() == [("Normal", "MigrateComplete")]
 
@@ -161,7 +161,8 @@ def test_an_upgrade_walks_every_phase_and_contracts_only_after_the_rollout(api):
         assert (cond["status"], cond["reason"], cond["message"]) == (
             "False",
             "WaitingForDeployment",
-            "Waiting for the upgraded image to finish rolling out…",
+            "Waiting for the upgraded image to finish rolling out before contracting the "
+            "database schema",
         )
         assert phase(api)[2] == "RollingUpdate"
         assert api.get("Job", "glance-db-contract") is None
@@ -204,7 +205,7 @@ def test_an_upgrade_walks_every_phase_and_contracts_only_after_the_rollout(api):
 @pytest.mark.parametrize(
     ("to", "reason", "says"),
     [
-        ("2025.2", "DowngradeNotSupported", "Downgrade 2026.1 → 2025.2 is not supported"),
+        ("2025.2", "DowngradeNotSupported", "downgrade from 2026.1 to 2025.2 is not supported"),
         ("2027.1", "UpgradePathInvalid", "the next release after 2026.1 is 2026.2"),
     ],
 )

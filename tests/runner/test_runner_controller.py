@@ -228,6 +228,17 @@ def job(*conditions: tuple[str, str], **status: Any) -> dict:
     return obj
 
 
+def cronjob(active: tuple[str, ...] = (), succeeded: str | None = None) -> dict:
+    """The db-purge CronJob with the runs ``active`` and its last success."""
+    obj = deployment()
+    obj.update(apiVersion="batch/v1", kind="CronJob", spec={"schedule": "0 3 * * *"})
+    status: dict = {"active": [{"kind": "Job", "name": n, "uid": f"uid-{n}"} for n in active]}
+    if succeeded:
+        status["lastSuccessfulTime"] = succeeded
+    obj["status"] = status
+    return obj
+
+
 def route(accepted: str | None, generation: int = 1) -> dict:
     obj = deployment()
     obj.update(apiVersion="gateway.networking.k8s.io/v1", kind="HTTPRoute", spec={})
@@ -282,6 +293,15 @@ def route(accepted: str | None, generation: int = 1) -> dict:
         (inf.MODIFIED, bumped(job(("Complete", "True"))), job(), True),
         (inf.MODIFIED, bumped(job(("Failed", "True"))), job(), True),
         (inf.MODIFIED, bumped(job(active=1)), job(), False),
+        # a db-purge run ends: it leaves the CronJob's active runs (success or failure)
+        (inf.MODIFIED, bumped(cronjob(succeeded="t1")), cronjob(("run-1",)), True),
+        (inf.MODIFIED, bumped(cronjob()), cronjob(("run-1",)), True),
+        (
+            inf.MODIFIED,
+            bumped(cronjob(("run-1",)), ("status", "lastScheduleTime"), "t2"),
+            cronjob(("run-1",)),
+            False,
+        ),
         (inf.MODIFIED, bumped(route("True")), route(None), True),
         (inf.MODIFIED, bumped(route("True", 2)), route("True", 1), True),
     ],

@@ -275,13 +275,32 @@ def test_a_job_entry_keeps_its_labels_creation_and_end_and_no_spec():
     assert "spec" not in entry and job(state=None)["job"]["terminal"] is None
 
 
-def test_a_db_sync_job_is_counted_once_when_it_ends():
+def glance_recording(**uids: str) -> dict:
+    """The Glance with the finished-Job records ``kind=uid`` (``db_purge`` for db-purge)."""
+    annotations = {
+        f"cobaltcore.c5c3.io/last-{kind.replace('_', '-')}-job-uid": uid
+        for kind, uid in uids.items()
+    }
+    annotations["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    return {
+        "apiVersion": "glance.openstack.c5c3.io/v1alpha1",
+        "kind": "Glance",
+        "metadata": {"name": "glance", "namespace": "openstack", "annotations": annotations},
+    }
+
+
+def test_a_db_sync_job_is_counted_once_when_its_glance_records_it():
     metrics = RunnerMetrics()
     counter = DbJobCounter(metrics)
     running = job(state=None)
     assert not counter.seen(ADDED, running, None)
-    assert counter.seen(MODIFIED, job(), running)
-    assert not counter.seen(MODIFIED, job(), job())  # the same UID again
+    assert not counter.seen(MODIFIED, job(), running)  # ended, not recorded yet
+    assert Page(metrics.exposition()).series(SYNC) == []
+    before = glance_recording()
+    assert counter.recorded(MODIFIED, glance_recording(db_sync="u1"), before) == ["u1"]
+    recorded = glance_recording(db_sync="u1")
+    assert counter.recorded(MODIFIED, recorded, recorded) == []  # a status write after it
+    assert not counter.seen(MODIFIED, job(), job())
     page = Page(metrics.exposition())
     assert page.value(SYNC, result="succeeded", **LABELS) == 1
     assert page.value("glance_operator_db_sync_duration_seconds_sum", **LABELS) == 42
@@ -289,13 +308,27 @@ def test_a_db_sync_job_is_counted_once_when_it_ends():
     assert page.series(PURGE) == []
 
 
+def test_a_record_seen_before_its_job_is_shown_finished_counts_when_it_is():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    running = job(state=None)
+    counter.seen(ADDED, running, None)
+    assert counter.recorded(MODIFIED, glance_recording(db_sync="u1"), glance_recording()) == []
+    assert counter.pending == {"u1": ("openstack", "glance")}
+    assert counter.seen(MODIFIED, job(), running)
+    assert counter.pending == {}
+    assert Page(metrics.exposition()).value(SYNC, result="succeeded", **LABELS) == 1
+
+
 def test_a_recreated_job_is_a_new_uid_and_a_deleted_one_is_forgotten():
     metrics = RunnerMetrics()
     counter = DbJobCounter(metrics)
     counter.seen(ADDED, job(state="Failed"), None)
+    counter.recorded(MODIFIED, glance_recording(db_sync="u1"), glance_recording())
     counter.seen(DELETED, None, job(state="Failed"))
     assert counter.counted == set()
     counter.seen(ADDED, job(uid="u2"), None)
+    counter.recorded(MODIFIED, glance_recording(db_sync="u2"), glance_recording(db_sync="u1"))
     page = Page(metrics.exposition())
     assert page.value(SYNC, result="failed", **LABELS) == 1
     assert page.value(SYNC, result="succeeded", **LABELS) == 1
@@ -305,10 +338,11 @@ def test_a_recreated_job_is_a_new_uid_and_a_deleted_one_is_forgotten():
 def test_a_db_purge_run_is_told_from_a_db_sync():
     metrics = RunnerMetrics()
     counter = DbJobCounter(metrics)
-    assert counter.seen(ADDED, job("glance-db-purge-29400000", "p1", owner=PURGE_OWNER), None)
-    assert counter.seen(
-        ADDED, job("glance-db-purge-29400060", "p2", "Failed", owner=PURGE_OWNER), None
-    )
+    counter.seen(ADDED, job("glance-db-purge-29400000", "p1", owner=PURGE_OWNER), None)
+    counter.seen(ADDED, job("glance-db-purge-29400060", "p2", "Failed", owner=PURGE_OWNER), None)
+    first, second = glance_recording(db_purge="p1"), glance_recording(db_purge="p2")
+    assert counter.recorded(MODIFIED, first, glance_recording()) == ["p1"]
+    assert counter.recorded(MODIFIED, second, first) == ["p2"]
     page = Page(metrics.exposition())
     assert page.value(PURGE, result="succeeded", **LABELS) == 1
     assert page.value(PURGE, result="failed", **LABELS) == 1
@@ -316,26 +350,52 @@ def test_a_db_purge_run_is_told_from_a_db_sync():
     assert page.series(SYNC) == []
 
 
+def test_an_upgrade_phase_job_counts_as_db_sync_as_in_the_reference():
+    metrics = RunnerMetrics()
+    counter = DbJobCounter(metrics)
+    counter.seen(ADDED, job("glance-db-expand", "e1", labels=component("db-expand")), None)
+    assert counter.recorded(MODIFIED, glance_recording(db_expand="e1"), glance_recording()) == [
+        "e1"
+    ]
+    assert Page(metrics.exposition()).value(SYNC, result="succeeded", **LABELS) == 1
+
+
 def test_other_jobs_are_not_counted():
     counter = DbJobCounter(RunnerMetrics())
     foreign_cron = ("batch/v1", "CronJob", "backup")
     assert not counter.seen(ADDED, job("backup-1", "b1", owner=foreign_cron), None)
     assert not counter.seen(ADDED, job("x", "b2", owner=("apps/v1", "ReplicaSet", "x")), None)
+    assert counter.recorded(MODIFIED, glance_recording(db_sync="b1"), glance_recording()) == []
     assert counter.counted == set()
 
 
-def test_a_job_already_ended_in_the_first_list_is_remembered_not_counted():
+def test_a_record_in_the_first_list_was_counted_and_a_later_one_is():
+    """A new leader: the record already on the Glance was counted by the runner that saw
+    it change; a Job that ended while no runner watched is counted when a pass records it."""
     metrics = RunnerMetrics()
     counter = DbJobCounter(metrics)
-    assert not counter.seen(ADDED, job(), None, listed=True)
-    assert not counter.seen(MODIFIED, job(), job())
+    counter.seen(ADDED, job(), None, listed=True)
+    counter.seen(ADDED, job(uid="u2", state="Failed"), None, listed=True)
+    listed = glance_recording(db_sync="u1")
+    assert counter.recorded(ADDED, listed, None, listed=True) == []
     assert Page(metrics.exposition()).series(SYNC) == []
-    assert counter.counted == {"u1"}
+    assert counter.recorded(MODIFIED, glance_recording(db_sync="u2"), listed) == ["u2"]
+    assert Page(metrics.exposition()).value(SYNC, result="failed", **LABELS) == 1
+
+
+def test_a_deleted_glance_s_pending_records_go_with_it():
+    counter = DbJobCounter(RunnerMetrics())
+    counter.recorded(MODIFIED, glance_recording(db_purge="p9"), glance_recording())
+    assert counter.pending == {"p9": ("openstack", "glance")}
+    counter.recorded(DELETED, None, glance_recording(db_purge="p9"))
+    assert counter.pending == {}
 
 
 def test_a_job_that_ends_before_it_began_by_the_clocks_takes_zero_seconds():
     metrics = RunnerMetrics()
-    DbJobCounter(metrics).seen(ADDED, job(ended="2026-11-30T00:00:00Z"), None)
+    counter = DbJobCounter(metrics)
+    counter.seen(ADDED, job(ended="2026-11-30T00:00:00Z"), None)
+    counter.recorded(MODIFIED, glance_recording(db_sync="u1"), glance_recording())
     page = Page(metrics.exposition())
     assert page.value("glance_operator_db_sync_duration_seconds_sum", **LABELS) == 0
 

@@ -412,7 +412,7 @@ def test_several_errors_make_one_denial_in_the_api_servers_words(webhook):
         'Glance.glance.openstack.c5c3.io "glance" is invalid: ['
         'spec.dbPurge.schedule: Invalid value: "* * *": invalid cron expression: expected exactly 5 fields, found 3: [* * *], '
         'spec.extraConfig[DEFAULT]: Invalid value: "": extraConfig key must not be empty, '
-        "spec.extraConfig[keystone_authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (a password in extraConfig would be stored in a ConfigMap in clear text), "
+        "spec.extraConfig[keystone_authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (the middleware password is env-injected via OS_KEYSTONE_AUTHTOKEN__PASSWORD; a file override is ignored at runtime and leaks credential material into a namespace-readable ConfigMap), "
         'spec.extraConfig[DEFAULT][]: Invalid value: "": no such option in the glance 2026.2 option catalog]'
     )
     causes = response["status"]["details"]["causes"]
@@ -619,7 +619,7 @@ def test_lowering_retention_days_warns_on_update(webhook):
 def test_the_option_catalog_is_rechecked_on_update_only_when_its_inputs_change(webhook):
     legacy = patched(GLANCE, {"spec": {"extraConfig": {"bogus_section": {"a": "1"}}}})
     catalog_error = (
-        'spec.extraConfig[bogus_section]: Invalid value: "bogus_section": no such section in the '
+        'spec.extraConfig[bogus_section][a]: Invalid value: "a": no such section in the '
         "glance 2026.2 option catalog (sections registered by a loaded plugin must be declared via spec.plugins)"
     )
     created = webhook.validate("Glance", legacy)
@@ -671,8 +671,8 @@ def test_a_second_default_backend_of_the_same_glance_is_denied(webhook):
     response = webhook.validate("GlanceBackend", BACKEND)
     assert response["allowed"] is False
     assert response["status"]["message"] == (
-        'GlanceBackend.glance.openstack.c5c3.io "s3-default" is invalid: spec.isDefault: Forbidden: '
-        'GlanceBackend "s3-other" attached to the same Glance "glance" is already marked isDefault; '
+        'GlanceBackend.glance.openstack.c5c3.io "s3-default" is invalid: spec.isDefault: Invalid '
+        'value: true: GlanceBackend "s3-other" attached to the same Glance "glance" is already marked isDefault; '
         "exactly one default store is allowed"
     )
     assert webhook.lookups.listed == ["openstack"]
@@ -704,9 +704,10 @@ def test_a_failing_list_is_an_internal_error(webhook):
     status = response["status"]
     assert (status["code"], status["reason"], status["status"]) == (500, "InternalError", "Failure")
     assert status["message"].startswith(
-        "Internal error occurred: listing the GlanceBackends of namespace 'openstack'"
+        "Internal error occurred: listing GlanceBackends for the single-default check: "
+        "apiserver unreachable"
     )
-    assert "apiserver unreachable" in status["message"]
+    assert "namespace 'openstack'" in status["message"]
 
 
 def test_a_non_default_backend_is_not_listed_for(webhook):
@@ -758,10 +759,8 @@ def test_a_missing_priority_class_is_not_found_and_a_failing_lookup_an_internal_
     webhook.lookups.priority_error = TimeoutError("read timed out")
     failed = webhook.validate("Glance", obj)["status"]
     assert (failed["code"], failed["reason"]) == (500, "InternalError")
-    assert (
-        "PriorityClass 'glance-critical'" in failed["message"]
-        and "read timed out" in failed["message"]
-    )
+    assert "failed to look up PriorityClass: read timed out" in failed["message"]
+    assert "PriorityClass 'glance-critical'" in failed["message"]
 
 
 def test_the_client_factory_wires_the_priority_class_lookup(tls):

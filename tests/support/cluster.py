@@ -354,6 +354,8 @@ class Reconciler:
         self.cluster.perform(result.actions)
         if result.finalizer == ADD:
             self.glance["metadata"].setdefault("finalizers", []).append(FINALIZER)
+        if result.annotations:
+            self.glance["metadata"].setdefault("annotations", {}).update(result.annotations)
         if result.status_patch is not None:
             self.glance["status"] = copy.deepcopy(result.status)
         if settle:
@@ -365,7 +367,8 @@ class Reconciler:
         """Run passes until one writes nothing and patches no status; that pass is returned."""
         for _ in range(passes):
             result = self.run_pass(health, **settle_kw)
-            if not result.writes and result.status_patch is None and not result.finalizer:
+            written = result.writes or result.finalizer or result.annotations
+            if not written and result.status_patch is None:
                 return result
         raise AssertionError(f"no steady state after {passes} passes")
 

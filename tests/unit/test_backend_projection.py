@@ -254,7 +254,10 @@ def test_a_secret_with_a_newline_is_skipped_the_others_still_project():
         "glance-s3-archive": {**secrets["glance-s3-archive"], "secret-access-key": "abc\n[x]"},
     }
     projection = project_backends(glance, backends, poisoned)
-    error = "option s3_store_secret_key of store section [s3-archive] contains a newline or carriage-return character"
+    error = (
+        "[glance_store] option name or value contains a newline or carriage-return character "
+        "(option s3_store_secret_key of [s3-archive])"
+    )
     assert projection.skipped == [("s3-archive", error)]
     assert projection.skip_messages() == [f"Skipping backend s3-archive: {error}"]
     assert projection.pending == [("s3-archive", error)]
@@ -275,7 +278,7 @@ def test_a_carriage_return_in_an_extra_option_that_bypassed_admission_is_skipped
     bypassed = with_backend(backends, "s3-archive", {"spec": {"extraOptions": {"x": "1\r2"}}})
     projection = project_backends(glance, bypassed, secrets)
     assert [name for name, _ in projection.skipped] == ["s3-archive"]
-    assert "option x of store section [s3-archive]" in projection.skipped[0][1]
+    assert "(option x of [s3-archive])" in projection.skipped[0][1]
 
 
 def test_a_newline_in_an_extra_option_name_is_skipped():
@@ -285,7 +288,8 @@ def test_a_newline_in_an_extra_option_name_is_skipped():
     assert projection.skipped == [
         (
             "s3-archive",
-            "option name 'a\\nb' of store section [s3-archive] contains a newline or carriage-return character",
+            "[glance_store] option name or value contains a newline or carriage-return character "
+            "(option name 'a\\nb' of [s3-archive])",
         )
     ]
 
@@ -441,14 +445,20 @@ def test_a_dollar_in_an_operator_value_is_escaped_for_oslo_config():
 @pytest.mark.parametrize(
     "secrets, message",
     [
-        ({}, "S3 credentials Secret openstack/glance-s3 not found"),
+        (
+            {},
+            'getting Secret openstack/glance-s3: secrets "glance-s3" not found (the S3 '
+            "credentials Secret)",
+        ),
         (
             {"glance-s3": {"access-key-id": "AKID"}},
-            'key "secret-access-key" not found in S3 credentials Secret openstack/glance-s3',
+            'key not found in Secret: key "secret-access-key" in Secret openstack/glance-s3 (the '
+            "S3 credentials Secret)",
         ),
         (
             {"glance-s3": {"access-key-id": "", "secret-access-key": "x"}},
-            'key "access-key-id" is empty in S3 credentials Secret openstack/glance-s3',
+            'key is empty in Secret: key "access-key-id" in Secret openstack/glance-s3 (the S3 '
+            "credentials Secret)",
         ),
     ],
     ids=["a missing Secret", "a missing key", "an empty key"],
@@ -474,7 +484,8 @@ CREDENTIAL_CASES = [
         {},
         "False",
         "WaitingForParent",
-        "parent Glance openstack/glance (spec.glanceRef.name) does not exist",
+        "parent Glance openstack/glance does not exist; the cluster this backend's credentials "
+        "belong on is unknown (spec.glanceRef.name)",
     ),
     (
         GLANCE,

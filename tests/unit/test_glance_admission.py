@@ -128,7 +128,7 @@ CASES = [
     (
         "replicas",
         {"deployment": {"replicas": -1}},
-        ["spec.deployment.replicas: Invalid value: -1: must be at least 1"],
+        ["spec.deployment.replicas: Invalid value: -1: replicas must be at least 1"],
     ),
     ("image", {"image": {"tag": DELETE, "digest": "sha256:" + "a" * 64}}, []),
     (
@@ -191,14 +191,14 @@ CASES = [
         "cache",
         {"cache": {"servers": ["a:11211", "b\n:1"]}},
         [
-            'spec.cache.servers[1]: Invalid value: "b\\n:1": must not contain a newline or carriage return'
+            'spec.cache.servers[1]: Invalid value: "b\\n:1": value must not contain a newline or carriage return: it is rendered verbatim into the service configuration file, so a newline injects arbitrary config lines'
         ],
     ),
     (
         "cache",
         {"cache": {"servers": DELETE, "clusterRef": {"name": "mc\r"}}},
         [
-            'spec.cache.clusterRef.name: Invalid value: "mc\\r": must not contain a newline or carriage return'
+            'spec.cache.clusterRef.name: Invalid value: "mc\\r": value must not contain a newline or carriage return: it is rendered verbatim into the service configuration file, so a newline injects arbitrary config lines'
         ],
     ),
     (
@@ -259,7 +259,7 @@ CASES = [
     (
         "secretStoreRef",
         {"secretStoreRef": {"kind": "SecretStore"}},
-        ["spec.secretStoreRef.name: Required value: the store the Secrets come from"],
+        ["spec.secretStoreRef.name: Required value: store name must be set"],
     ),
     ("targetClusterRef", {"targetClusterRef": {"name": "edge-1"}}, []),
     (
@@ -288,8 +288,8 @@ CASES = [
         "logging",
         {"logging": {"perLoggerLevels": {"": "INFO", "glance": "LOUD"}}},
         [
-            'spec.logging.perLoggerLevels[]: Invalid value: "": logger name must not be empty',
-            'spec.logging.perLoggerLevels[glance]: Unsupported value: "LOUD": supported values: "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"',
+            'spec.logging.perLoggerLevels: Invalid value: "": logger name must not be empty',
+            'spec.logging.perLoggerLevels[glance]: Invalid value: "LOUD": level must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL',
         ],
     ),
     (
@@ -304,14 +304,16 @@ CASES = [
         "termination",
         {"deployment": {"terminationGracePeriodSeconds": 5}},
         [
-            "spec.deployment.terminationGracePeriodSeconds: Invalid value: 5: must be at least 10",
+            "spec.deployment.terminationGracePeriodSeconds: Invalid value: 5: terminationGracePeriodSeconds must be at least 10",
             "spec.deployment.preStopSleepSeconds: Invalid value: 5: preStopSleepSeconds (5) must be strictly less than terminationGracePeriodSeconds (5)",
         ],
     ),
     (
         "termination",
         {"deployment": {"preStopSleepSeconds": -1}},
-        ["spec.deployment.preStopSleepSeconds: Invalid value: -1: must be at least 0"],
+        [
+            "spec.deployment.preStopSleepSeconds: Invalid value: -1: preStopSleepSeconds must be non-negative"
+        ],
     ),
     (
         "termination",
@@ -324,7 +326,7 @@ CASES = [
         "termination",
         {"apiServer": {"uwsgi": {"harakiri": 25}}},
         [
-            "spec.apiServer.uwsgi.harakiri: Invalid value: 25: harakiri (25) must be less than terminationGracePeriodSeconds minus preStopSleepSeconds (30 - 5 = 25), so a request uWSGI kills still ends before the pod is killed"
+            "spec.apiServer.uwsgi.harakiri: Invalid value: 25: harakiri (25) must be strictly less than terminationGracePeriodSeconds - preStopSleepSeconds (25), so a request uWSGI kills still ends before the pod is killed"
         ],
     ),
     ("strategy", {"deployment": {"strategy": {"type": "Recreate"}}}, []),
@@ -332,7 +334,7 @@ CASES = [
         "strategy",
         {"deployment": {"strategy": {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}}},
         [
-            "spec.deployment.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
+            'spec.deployment.strategy.rollingUpdate: Invalid value: {"maxSurge":1}: rollingUpdate must not be set when strategy.type is Recreate'
         ],
     ),
     (
@@ -343,24 +345,22 @@ CASES = [
     (
         "autoscaling",
         {"autoscaling": {"minReplicas": 6, "maxReplicas": 5, "targetCPUUtilization": 80}},
-        [
-            "spec.autoscaling.minReplicas: Invalid value: 6: must be less than or equal to maxReplicas (5)"
-        ],
+        ["spec.autoscaling.minReplicas: Invalid value: 6: minReplicas must not exceed maxReplicas"],
     ),
     (
         "autoscaling",
         {"autoscaling": {"maxReplicas": 2, "targetMemoryUtilization": 80}},
         [
-            "spec.autoscaling.maxReplicas: Invalid value: 2: must be greater than or equal to spec.deployment.replicas (3), the lower bound while spec.autoscaling.minReplicas is unset"
+            "spec.autoscaling.maxReplicas: Invalid value: 2: maxReplicas must be >= spec.deployment.replicas (3) when minReplicas is not set, because minReplicas defaults to spec.deployment.replicas"
         ],
     ),
     (
         "autoscaling",
         {"autoscaling": {"maxReplicas": 0, "minReplicas": 0, "targetCPUUtilization": 101}},
         [
-            "spec.autoscaling.maxReplicas: Invalid value: 0: must be at least 1",
-            "spec.autoscaling.minReplicas: Invalid value: 0: must be at least 1",
-            "spec.autoscaling.targetCPUUtilization: Invalid value: 101: must be between 1 and 100",
+            "spec.autoscaling.maxReplicas: Invalid value: 0: maxReplicas must be at least 1",
+            "spec.autoscaling.minReplicas: Invalid value: 0: minReplicas must be at least 1",
+            "spec.autoscaling.targetCPUUtilization: Invalid value: 101: targetCPUUtilization must be between 1 and 100",
         ],
     ),
     (
@@ -374,13 +374,18 @@ CASES = [
     (
         "networkPolicy",
         {"networkPolicy": {"ingress": []}},
-        ["spec.networkPolicy.ingress: Required value: at least one ingress rule is required"],
+        [
+            "spec.networkPolicy.ingress: Required value: at least one ingress source must be specified"
+        ],
     ),
     ("gateway", {"gateway": {"hostname": "glance.example.com", "parentRef": {"name": "gw"}}}, []),
     (
         "gateway",
         {"gateway": {"hostname": "", "parentRef": {"name": ""}}},
-        ["spec.gateway.hostname: Required value", "spec.gateway.parentRef.name: Required value"],
+        [
+            "spec.gateway.hostname: Required value: hostname must be set when spec.gateway is configured",
+            "spec.gateway.parentRef.name: Required value: parentRef.name must be set when spec.gateway is configured",
+        ],
     ),
     (
         "importFiltering",
@@ -391,7 +396,7 @@ CASES = [
         "importFiltering",
         {"importFiltering": {"allowedHosts": ["a"], "disallowedHosts": ["b"]}},
         [
-            "spec.importFiltering.disallowedHosts: Forbidden: allowedHosts and disallowedHosts are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty"
+            'spec.importFiltering.disallowedHosts: Invalid value: ["b"]: allowedHosts and disallowedHosts are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty'
         ],
     ),
     (
@@ -405,8 +410,8 @@ CASES = [
             }
         },
         [
-            "spec.importFiltering.disallowedSchemes: Forbidden: allowedSchemes and disallowedSchemes are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty",
-            "spec.importFiltering.disallowedPorts: Forbidden: allowedPorts and disallowedPorts are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty",
+            'spec.importFiltering.disallowedSchemes: Invalid value: ["http"]: allowedSchemes and disallowedSchemes are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty',
+            "spec.importFiltering.disallowedPorts: Invalid value: [80]: allowedPorts and disallowedPorts are mutually exclusive: glance ignores the deny-list when the allow-list is non-empty",
         ],
     ),
     (
@@ -414,8 +419,8 @@ CASES = [
         {"importFiltering": {"allowedSchemes": ["ftp"], "allowedPorts": [0, 65536]}},
         [
             'spec.importFiltering.allowedSchemes[0]: Unsupported value: "ftp": supported values: "http", "https"',
-            "spec.importFiltering.allowedPorts[0]: Invalid value: 0: must be between 1 and 65535, inclusive",
-            "spec.importFiltering.allowedPorts[1]: Invalid value: 65536: must be between 1 and 65535, inclusive",
+            "spec.importFiltering.allowedPorts[0]: Invalid value: 0: port must be between 1 and 65535",
+            "spec.importFiltering.allowedPorts[1]: Invalid value: 65536: port must be between 1 and 65535",
         ],
     ),
     (
@@ -423,8 +428,8 @@ CASES = [
         {"importFiltering": {"disallowedHosts": ["", "a\nb", "h" * 254]}},
         [
             'spec.importFiltering.disallowedHosts[0]: Invalid value: "": host must not be empty',
-            'spec.importFiltering.disallowedHosts[1]: Invalid value: "a\\nb": host must not contain a newline or carriage return',
-            "spec.importFiltering.disallowedHosts[2]: Too long: may not be more than 253 bytes",
+            'spec.importFiltering.disallowedHosts[1]: Invalid value: "a\\nb": host must not contain newline or carriage-return characters: the rendered [import_filtering_opts] value is written verbatim, so a newline injects arbitrary config lines',
+            f'spec.importFiltering.disallowedHosts[2]: Invalid value: "{"h" * 254}": host must be at most 253 characters',
         ],
     ),
     (
@@ -479,15 +484,13 @@ CASES = [
         "importPlugins",
         {"importPlugins": {"injectMetadata": {"properties": {}}}},
         [
-            "spec.importPlugins.injectMetadata.properties: Invalid value: 0: must have between 1 and 64 entries"
+            "spec.importPlugins.injectMetadata.properties: Required value: at least one property must be set: the inject_image_metadata plugin has nothing to inject otherwise"
         ],
     ),
     (
         "importPlugins",
         {"importPlugins": {"injectMetadata": {"properties": {f"k{i}": "v" for i in range(65)}}}},
-        [
-            "spec.importPlugins.injectMetadata.properties: Invalid value: 65: must have between 1 and 64 entries"
-        ],
+        ["spec.importPlugins.injectMetadata.properties: Too many: 65: must have at most 64 items"],
     ),
     (
         "importPlugins",
@@ -506,19 +509,19 @@ CASES = [
             }
         },
         [
-            'spec.importPlugins.injectMetadata.properties[ e]: Invalid value: " e": property name must not have leading or trailing whitespace',
-            "spec.importPlugins.injectMetadata.properties[a:b]: Invalid value: \"a:b\": property name must not contain ':' or ',': glance splits the option on them",
-            "spec.importPlugins.injectMetadata.properties[c,d]: Invalid value: \"c,d\": property name must not contain ':' or ',': glance splits the option on them",
-            "spec.importPlugins.injectMetadata.properties[f]: Invalid value: \"x,y\": property value must not contain ',': glance splits the option on them",
-            'spec.importPlugins.injectMetadata.properties[g]: Invalid value: " v": property value must not have leading or trailing whitespace',
-            'spec.importPlugins.injectMetadata.properties[h]: Invalid value: "\\n": property value must not contain a newline or carriage return',
+            'spec.importPlugins.injectMetadata.properties[ e]: Invalid value: " e": property name must not start or end with whitespace: the oslo parser strips it, so the injected property name would differ from the one stored here',
+            'spec.importPlugins.injectMetadata.properties[a:b]: Invalid value: "a:b": property name must not contain a colon: the oslo Dict syntax splits each pair on the first colon, so the name would be silently truncated there and its remainder injected as part of the value',
+            'spec.importPlugins.injectMetadata.properties[c,d]: Invalid value: "c,d": property name must not contain a comma: the oslo Dict syntax separates pairs on commas, so the name would be split into a property of its own',
+            'spec.importPlugins.injectMetadata.properties[f]: Invalid value: "x,y": property value must not contain a comma: the oslo Dict syntax separates pairs on commas, so the value would be cut short and its remainder read as another property',
+            'spec.importPlugins.injectMetadata.properties[g]: Invalid value: " v": property value must not start or end with whitespace: the oslo parser strips it, so the injected value would differ from the one stored here',
+            'spec.importPlugins.injectMetadata.properties[h]: Invalid value: "\\n": property value must not contain newline or carriage-return characters: the rendered [inject_metadata_properties] inject value is written verbatim, so a newline injects arbitrary config lines',
         ],
     ),
     (
         "importPlugins",
         {"importPlugins": {"injectMetadata": {"properties": {LONG: "v"}}}},
         [
-            f'spec.importPlugins.injectMetadata.properties[{LONG}]: Invalid value: "{LONG_ECHO}": property name must be at most 255 characters'
+            f'spec.importPlugins.injectMetadata.properties[{LONG_ECHO}]: Invalid value: "{LONG_ECHO}": property name must be at most 255 characters'
         ],
     ),
     (
@@ -530,7 +533,7 @@ CASES = [
         },
         [
             'spec.importPlugins.injectMetadata.ignoreUserRoles[0]: Invalid value: "": role must not be empty',
-            "spec.importPlugins.injectMetadata.ignoreUserRoles[1]: Invalid value: \"a,b\": role must not contain ',': glance splits the option on them",
+            'spec.importPlugins.injectMetadata.ignoreUserRoles[1]: Invalid value: "a,b": role must not contain a comma: the rendered ignore_user_roles list separates roles on commas, so the entry would be read as two roles',
         ],
     ),
     (
@@ -543,14 +546,14 @@ CASES = [
         "decompression",
         {"importPlugins": {"decompression": {}}},
         [
-            "spec.staging.sizeLimit: Required value: importPlugins.decompression expands archives in the staging area: set spec.staging.sizeLimit (or spec.staging.unbounded: true) explicitly"
+            "spec.staging.sizeLimit: Required value: must be set explicitly while importPlugins.decompression is enabled: the plugin expands the staged image by a ratio the caller picks and nothing caps the result, and breaching this bound evicts the glance-api pod together with every other in-flight import on that replica, so the 10Gi default cannot be assumed to fit the largest UNPACKED image (set staging.unbounded to deliberately keep no bound instead)"
         ],
     ),
     ("dbPurge", {"dbPurge": {"retentionDays": 7, "schedule": "@daily"}}, []),
     (
         "dbPurge",
         {"dbPurge": {"retentionDays": 0}},
-        ["spec.dbPurge.retentionDays: Invalid value: 0: must be at least 1"],
+        ["spec.dbPurge.retentionDays: Invalid value: 0: retentionDays must be at least 1"],
     ),
     (
         "dbPurge",
@@ -565,7 +568,7 @@ CASES = [
         "staging",
         {"staging": {"unbounded": True, "sizeLimit": "1Gi"}},
         [
-            "spec.staging.unbounded: Forbidden: unbounded and sizeLimit are mutually exclusive: an unbounded staging area has no size limit to configure"
+            "spec.staging.unbounded: Invalid value: true: unbounded and sizeLimit are mutually exclusive: an unbounded staging area has no size limit to configure"
         ],
     ),
     (
@@ -581,7 +584,7 @@ CASES = [
     (
         "imageCache",
         {"imageCache": {"maintenanceInterval": "59s"}},
-        ['spec.imageCache.maintenanceInterval: Invalid value: "59s": must be at least 1m'],
+        ['spec.imageCache.maintenanceInterval: Invalid value: "59s": must be at least 1m0s'],
     ),
     (
         "imageCache",
@@ -618,7 +621,7 @@ CASES = [
         "extraConfig shape",
         {"extraConfig": {"DEF\nAULT": {}}},
         [
-            'spec.extraConfig[DEF\nAULT]: Invalid value: "DEF\\nAULT": extraConfig section name must not contain a newline or carriage return'
+            'spec.extraConfig: Invalid value: "DEF\\nAULT": extraConfig section name must not contain a newline or carriage return'
         ],
     ),
     (
@@ -630,7 +633,7 @@ CASES = [
         "extraConfig shape",
         {"extraConfig": {"DEFAULT": {"image_size_cap": "1\n2"}}},
         [
-            'spec.extraConfig[DEFAULT][image_size_cap]: Invalid value: "1\\n2": extraConfig key and value must not contain a newline or carriage return: [DEFAULT] image_size_cap'
+            'spec.extraConfig[DEFAULT][image_size_cap]: Invalid value: "image_size_cap": extraConfig key and value must not contain a newline or carriage return: the rendered INI writes them verbatim, so a newline injects arbitrary config lines'
         ],
     ),
     ("extraConfig owned", {"extraConfig": {"DEFAULT": {"debug": "true"}}}, []),
@@ -638,49 +641,49 @@ CASES = [
         "extraConfig owned",
         {"extraConfig": {"keystone_authtoken": {"password": "hunter2"}}},
         [
-            "spec.extraConfig[keystone_authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (a password in extraConfig would be stored in a ConfigMap in clear text)"
+            "spec.extraConfig[keystone_authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (the middleware password is env-injected via OS_KEYSTONE_AUTHTOKEN__PASSWORD; a file override is ignored at runtime and leaks credential material into a namespace-readable ConfigMap)"
         ],
     ),
     (
         "extraConfig owned",
         {"extraConfig": {"Keystone_Authtoken": {"password": "hunter2"}}},
         [
-            "spec.extraConfig[Keystone_Authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (a password in extraConfig would be stored in a ConfigMap in clear text)"
+            "spec.extraConfig[Keystone_Authtoken][password]: Forbidden: password is managed via spec.serviceUser.secretRef and must not be set in extraConfig (the middleware password is env-injected via OS_KEYSTONE_AUTHTOKEN__PASSWORD; a file override is ignored at runtime and leaks credential material into a namespace-readable ConfigMap)"
         ],
     ),
     (
         "extraConfig owned",
         {"extraConfig": {"import_filtering_opts": {"disallowed-hosts": "[]"}}},
         [
-            "spec.extraConfig[import_filtering_opts][disallowed-hosts]: Forbidden: disallowed_hosts is managed via spec.importFiltering and must not be set in extraConfig (the web-download filter would no longer be what spec.importFiltering says)"
+            "spec.extraConfig[import_filtering_opts][disallowed-hosts]: Forbidden: disallowed_hosts is managed via spec.importFiltering and must not be set in extraConfig (the web-download URI filter is platform security policy; setting it through extraConfig bypasses the exclusivity rules, the host INI guard, and the admission warning that flags a loosened filter)"
         ],
     ),
     (
         "logging",
         {"logging": {"perLoggerLevels": {"glance\napi": "INFO"}}},
         [
-            'spec.logging.perLoggerLevels[glance\napi]: Invalid value: "glance\\napi": logger name must not contain a newline or carriage return'
+            'spec.logging.perLoggerLevels[glance\napi]: Invalid value: "glance\\napi": logger name must not contain newline or carriage-return characters: the rendered [DEFAULT] default_log_levels value is written verbatim, so a newline injects arbitrary config lines'
         ],
     ),
     (
         "extraConfig owned",
         {"extraConfig": {"import_filtering_opts": {"disallowed_hosts": "[]"}}},
         [
-            "spec.extraConfig[import_filtering_opts][disallowed_hosts]: Forbidden: disallowed_hosts is managed via spec.importFiltering and must not be set in extraConfig (the web-download filter would no longer be what spec.importFiltering says)"
+            "spec.extraConfig[import_filtering_opts][disallowed_hosts]: Forbidden: disallowed_hosts is managed via spec.importFiltering and must not be set in extraConfig (the web-download URI filter is platform security policy; setting it through extraConfig bypasses the exclusivity rules, the host INI guard, and the admission warning that flags a loosened filter)"
         ],
     ),
     (
         "extraConfig owned",
         {"extraConfig": {"image_import_opts": {"image_import_plugins": "[]"}}},
         [
-            "spec.extraConfig[image_import_opts][image_import_plugins]: Forbidden: image_import_plugins is managed via spec.importPlugins and must not be set in extraConfig (the plugin order and its sections are derived from spec.importPlugins)"
+            "spec.extraConfig[image_import_opts][image_import_plugins]: Forbidden: image_import_plugins is managed via spec.importPlugins and must not be set in extraConfig (the image-import plugin pipeline is expressed by spec.importPlugins; setting it through extraConfig bypasses the fixed decompression-before-conversion order, the output-format enum, and the property-name rules that keep an injected pair inside the oslo Dict syntax)"
         ],
     ),
     (
         "extraConfig owned",
         {"extraConfig": {"DEFAULT": {"image_cache_max_size": "1"}}},
         [
-            "spec.extraConfig[DEFAULT][image_cache_max_size]: Forbidden: image_cache_max_size is managed via spec.imageCache and must not be set in extraConfig (the cache volume, its bound and the pruning sidecar are derived from spec.imageCache)"
+            "spec.extraConfig[DEFAULT][image_cache_max_size]: Forbidden: image_cache_max_size is managed via spec.imageCache and must not be set in extraConfig (the operator derives it as 80% of the emptyDir bound, which is what leaves the pruner a target it can reach; a value at or above that bound leaves nothing to prune down to and the volume grows until the kubelet evicts the pod)"
         ],
     ),
     (
@@ -706,8 +709,8 @@ CASES = [
             }
         },
         [
-            'spec.deployment.resources.requests[cpu]: Invalid value: "2": must be less than or equal to cpu limit of 1',
-            'spec.deployment.resources.requests[memory]: Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi',
+            'spec.deployment.resources.requests.cpu: Invalid value: "2": cpu request must not exceed limit (1)',
+            'spec.deployment.resources.requests.memory: Invalid value: "2Gi": memory request must not exceed limit (1Gi)',
         ],
     ),
     ("topologySpread", {"deployment": {"topologySpreadConstraints": []}}, []),
@@ -751,9 +754,9 @@ CASES = [
             }
         },
         [
-            "spec.deployment.topologySpreadConstraints[0].labelSelector: Required value: must select this Glance's pods with matchLabels {app.kubernetes.io/instance: glance, app.kubernetes.io/name: glance}",
-            "spec.deployment.topologySpreadConstraints[1].labelSelector.matchExpressions: Forbidden: must not be set: select this Glance's pods with matchLabels {app.kubernetes.io/instance: glance, app.kubernetes.io/name: glance} only",
-            'spec.deployment.topologySpreadConstraints[1].labelSelector.matchLabels: Invalid value: {"app.kubernetes.io/name":"glance"}: must be exactly {app.kubernetes.io/instance: glance, app.kubernetes.io/name: glance}, the labels of this Glance\'s pods',
+            "spec.deployment.topologySpreadConstraints[0].labelSelector: Required value: labelSelector is required on each TopologySpreadConstraint",
+            'spec.deployment.topologySpreadConstraints[1].labelSelector: Invalid value: {"app.kubernetes.io/name":"glance"}: labelSelector.matchLabels must equal the Deployment selector labels map[app.kubernetes.io/instance:glance app.kubernetes.io/name:glance]',
+            'spec.deployment.topologySpreadConstraints[1].labelSelector.matchExpressions: Invalid value: [{"key":"a","operator":"Exists"}]: matchExpressions are not allowed; labelSelector must use matchLabels only',
         ],
     ),
 ]
@@ -911,7 +914,7 @@ def test_catalog_refuses_an_unknown_section_and_an_unknown_option():
     )
     assert [str(e) for e in errors] == [
         'spec.extraConfig[DEFAULT][image_size_kap]: Invalid value: "image_size_kap": no such option in the glance 2026.2 option catalog',
-        'spec.extraConfig[bogus]: Invalid value: "bogus": no such section in the glance 2026.2 option catalog (sections registered by a loaded plugin must be declared via spec.plugins)',
+        'spec.extraConfig[bogus][a]: Invalid value: "a": no such section in the glance 2026.2 option catalog (sections registered by a loaded plugin must be declared via spec.plugins)',
     ]
 
 
@@ -927,8 +930,8 @@ def test_catalog_warns_on_deprecated_options_naming_the_replacement():
     )
     assert errors == []
     assert warnings == [
-        "spec.extraConfig[DEFAULT][show_multiple_locations]: option is deprecated for removal: Use the locations API.",
-        "spec.extraConfig[task][work_dir]: option is deprecated; use [os_glance_tasks_store] filesystem_store_datadir instead",
+        "spec.extraConfig [DEFAULT] show_multiple_locations: deprecated option in glance 2026.2 with no replacement: Use the locations API.",
+        "spec.extraConfig [task] work_dir: deprecated option in glance 2026.2, replaced by [os_glance_tasks_store] filesystem_store_datadir",
     ]
 
 
@@ -936,7 +939,10 @@ def test_catalog_fails_open_with_one_warning_when_no_catalog_matches():
     spec = {"openStackRelease": "2027.1", "extraConfig": {"bogus": {"a": "1"}}}
     assert judge(spec, ctx=CATALOGS) == (
         [],
-        ['no catalog for release "2027.1" is embedded in this operator build'],
+        [
+            "spec.extraConfig was not validated against an option catalog: no catalog for "
+            'release "2027.1" is embedded in this operator build'
+        ],
     )
 
 
@@ -946,7 +952,8 @@ def test_catalog_check_runs_on_update_only_when_its_inputs_change():
     unchanged = AdmissionContext(operation="UPDATE", old=old, catalogs=CATALOGS.catalogs)
     assert judge(spec, ctx=unchanged) == ([], [])
     changed = patched(spec, {"openStackRelease": "2026.2", "extraConfig": {"bogus": {"b": "2"}}})
-    assert len(judge(changed, ctx=unchanged)[0]) == 1
+    # One error per option of the unknown section, as the reference reports them.
+    assert len(judge(changed, ctx=unchanged)[0]) == 2
 
 
 # --- warnings -------------------------------------------------------------------------------
@@ -957,8 +964,18 @@ def test_inert_deny_list_and_widened_allow_list_earn_warnings():
         {"importFiltering": {"disallowedSchemes": ["http"], "allowedPorts": [443, 8443]}}
     )
     assert warnings == [
-        "spec.importFiltering.disallowedSchemes has no effect: glance ignores the deny-list while the allow-list is non-empty, and allowedSchemes defaults to [https]; set spec.importFiltering.allowedSchemes: [] to filter with the deny-list alone",
-        "spec.importFiltering.allowedPorts widens the default [443] for web-download imports: pin spec.importFiltering.allowedHosts to the mirrors you trust, or restrict the pods' egress with spec.networkPolicy.additionalEgress",
+        "spec.importFiltering.disallowedSchemes is set while spec.importFiltering.allowedSchemes "
+        "is unset and therefore resolves to the operator default [https]. Glance evaluates a "
+        "deny-list only while the matching allow-list is empty, so this list is inert; set "
+        "spec.importFiltering.allowedSchemes to an explicitly empty list ([]) to make the "
+        "deny-list authoritative.",
+        "spec.importFiltering.allowedPorts is set to [443 8443], widening the operator default "
+        "[443]. The scheme and port pin is the primary web-download control — the link-local "
+        "metadata endpoint answers on http/80 — and once widened only the host denylist "
+        "remains, which matches literally: alternate spellings of the same address (an integer "
+        "or IPv4-mapped form, a raw ClusterIP, a trailing-dot FQDN) are not covered. Confine "
+        "the reachable endpoints with spec.networkPolicy.additionalEgress, or pin allowedHosts "
+        "to the mirrors imports are supposed to use.",
     ]
     assert judge({"importFiltering": {"allowedSchemes": ["https"], "allowedPorts": [443]}})[1] == []
 

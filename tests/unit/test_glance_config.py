@@ -793,32 +793,35 @@ PASTE_ERRORS = [
             {"name": "a", "filterFactory": "x:z", "position": "after"},
         ],
         {},
-        'spec.middleware[1].name: duplicate middleware name "a" (spec.middleware[0] has it too)',
+        'spec.middleware[1].name: duplicate middleware Name "a" in pipeline "api" '
+        "(spec.middleware[0] has it too)",
     ),
     (
         "empty name",
         [{"name": "", "filterFactory": "x:y", "position": "before"}],
         {},
-        "spec.middleware[0].name: middleware name must not be empty",
+        'spec.middleware[0].name: pipeline "api" contains a MiddlewareSpec with an empty Name',
     ),
     (
         "empty factory",
         [{"name": "a", "filterFactory": "", "position": "before"}],
         {},
-        "spec.middleware[0].filterFactory: middleware filterFactory must not be empty",
+        'spec.middleware[0].filterFactory: middleware "a" in pipeline "api" has an empty '
+        "FilterFactory",
     ),
     (
         "unknown position",
         [{"name": "a", "filterFactory": "x:y", "position": "middle"}],
         {},
-        'spec.middleware[0].position: unknown position "middle": must be before or after',
+        'spec.middleware[0].position: middleware "a" in pipeline "api" has unrecognised '
+        'Position "middle" (must be before or after)',
     ),
     (
         "cache while the image cache is set",
         [{"name": "cache", "filterFactory": "x:y", "position": "after"}],
         {"imageCache": {}},
-        'spec.middleware[0].name: "cache" is the operator\'s image cache filter while '
-        "spec.imageCache is set: rename this middleware",
+        'spec.middleware[0].name: duplicate middleware Name "cache" in pipeline "api" (the '
+        "operator's image cache filter while spec.imageCache is set: rename this middleware)",
     ),
     (
         "a name that cannot be a pipeline entry",
@@ -847,7 +850,7 @@ def test_duplicate_middleware_passes_admission_and_is_refused_by_the_renderer():
         {"name": "a", "filterFactory": "x:y", "position": "before"},
         {"name": "a", "filterFactory": "x:y", "position": "after"},
     ]
-    with pytest.raises(ConfigError, match="duplicate middleware name"):
+    with pytest.raises(ConfigError, match="duplicate middleware Name"):
         render_paste_ini(stored({"middleware": middleware}))
 
 
@@ -914,16 +917,30 @@ def test_rules_that_need_quoting_survive_a_yaml_round_trip():
 
 
 POLICY_ERRORS = [
-    ("ConfigMap missing", None, "ConfigMap openstack/glance-policy not found"),
+    (
+        "ConfigMap missing",
+        None,
+        "loading policy from ConfigMap: getting ConfigMap openstack/glance-policy: configmaps "
+        '"glance-policy" not found (spec.policyOverrides.configMapRef)',
+    ),
     (
         "key missing",
         {"other.yaml": "a: b"},
-        "ConfigMap openstack/glance-policy has no key policy.yaml",
+        "loading policy from ConfigMap: ConfigMap openstack/glance-policy does not contain key "
+        '"policy.yaml" (spec.policyOverrides.configMapRef)',
     ),
     ("empty map", {"policy.yaml": "{}"}, "policy.yaml holds no rules"),
-    ("empty text", {"policy.yaml": ""}, "policy.yaml holds no rules"),
-    ("not YAML", {"policy.yaml": "a: [b"}, "policy.yaml is not valid YAML"),
-    ("not a map", {"policy.yaml": "- a\n- b\n"}, "policy.yaml must be a map of rule name"),
+    (
+        "empty text",
+        {"policy.yaml": ""},
+        'ConfigMap openstack/glance-policy key "policy.yaml" is empty or parsed to nil',
+    ),
+    (
+        "not YAML",
+        {"policy.yaml": "a: [b"},
+        "from ConfigMap openstack/glance-policy: not valid YAML",
+    ),
+    ("not a map", {"policy.yaml": "- a\n- b\n"}, ": must be a map of rule name"),
     ("non-string rule", {"policy.yaml": "a: true\n"}, "rule 'a' must map a rule name"),
     ("empty rule", {"policy.yaml": "a: ''\n"}, "rule names and expressions must not be empty"),
 ]
@@ -937,7 +954,9 @@ def test_policy_configmap_errors(data, message):
     with pytest.raises(ConfigError) as caught:
         render_policy_yaml(glance, data)
     assert message in str(caught.value)
-    assert str(caught.value).startswith("spec.policyOverrides")
+    assert str(caught.value).startswith(
+        "spec.policyOverrides" if "must not be empty" in message else "loading policy from"
+    )
 
 
 def test_an_empty_configmap_rule_overridden_inline_is_fine():
@@ -1172,7 +1191,7 @@ def test_extra_config_healthy_when_no_owned_key_is_set():
             "type": cond.EXTRA_CONFIG_HEALTHY,
             "status": cond.TRUE,
             "reason": cond.NO_OWNED_KEYS_OVERRIDDEN,
-            "message": "spec.extraConfig overrides no key the operator manages",
+            "message": "spec.extraConfig overrides no operator-owned keys",
         }
 
 
@@ -1189,8 +1208,9 @@ def test_owned_key_overrides_are_reported_sorted_with_their_impact():
         "type": cond.EXTRA_CONFIG_HEALTHY,
         "status": cond.FALSE,
         "reason": cond.OWNED_KEYS_OVERRIDDEN,
-        "message": "[DEFAULT] debug (overrides spec.logging.debug); [keystone_authtoken] "
-        "auth_url (token validation and the 401 challenge follow spec.keystoneEndpoint)",
+        "message": "spec.extraConfig overrides operator-owned keys: [DEFAULT] debug (overrides "
+        "spec.logging.debug); [keystone_authtoken] auth_url (token validation and the 401 "
+        "challenge follow spec.keystoneEndpoint)",
     }
     assert [(o.section, o.key, o.value, o.rejected) for o in owned_key_overrides(glance)] == [
         ("DEFAULT", "debug", "true", False),
@@ -1203,8 +1223,10 @@ def test_rejected_owned_keys_that_slipped_past_admission_are_reported_as_rejecte
     (override,) = owned_key_overrides(glance)
     assert override.rejected
     assert extra_config_condition(glance)["message"] == (
-        "[keystone_authtoken] password (a password in extraConfig would be stored in a "
-        "ConfigMap in clear text)"
+        "spec.extraConfig overrides operator-owned keys: [keystone_authtoken] password (the "
+        "middleware password is env-injected via OS_KEYSTONE_AUTHTOKEN__PASSWORD; a file "
+        "override is ignored at runtime and leaks credential material into a "
+        "namespace-readable ConfigMap)"
     )
 
 

@@ -510,11 +510,14 @@ def test_an_upgrade_walks_expand_migrate_rollout_contract_and_reruns_db_sync():
     deploy = r.cluster.get("Deployment", "glance")
     assert image_of(deploy) == "ghcr.io/c5c3/glance:2026.2"
     assert r.condition(c.DATABASE_READY)["message"] == (
-        "Migrate complete, waiting for Deployment rollout"
+        "Waiting for Deployment rollout: 2026.1 → 2026.2"
     )
     assert r.cluster.get("Job", "glance-db-contract") is None
     # ready (Available, enough ready pods) but not converged: no contract yet
-    rolling = "Waiting for the upgraded image to finish rolling out…"
+    rolling = (
+        "Waiting for the upgraded image to finish rolling out before contracting the database "
+        "schema"
+    )
     for updated, ready, total, message in (
         (1, 3, 4, rolling),  # ready and Available: the old pods still run
         (3, 3, 4, rolling),  # one old pod still terminating
@@ -566,7 +569,7 @@ def test_an_upgrade_walks_expand_migrate_rollout_contract_and_reruns_db_sync():
 @pytest.mark.parametrize(
     ("old", "new", "reason", "says"),
     [
-        (NEW, OLD, c.DOWNGRADE_NOT_SUPPORTED, "Downgrade 2026.2 → 2026.1 is not supported"),
+        (NEW, OLD, c.DOWNGRADE_NOT_SUPPORTED, "downgrade from 2026.2 to 2026.1 is not supported"),
         (
             {"openStackRelease": "2025.2", "image": {"tag": "2025.2"}},
             NEW,
@@ -577,7 +580,7 @@ def test_an_upgrade_walks_expand_migrate_rollout_contract_and_reruns_db_sync():
             {"openStackRelease": "2025.2", "image": {"tag": "2025.2"}},
             {"openStackRelease": "2026.2", "image": {"tag": "latest"}},
             c.UPGRADE_PATH_INVALID,
-            "skips a release",
+            "upgrade from 2025.2 to 2026.2 is not sequential",
         ),
     ],
 )
@@ -612,7 +615,7 @@ def test_an_unparseable_installed_release_is_a_version_parse_error():
     result = r.run_pass(HEALTHY)
     cond = r.condition(c.DATABASE_READY)
     assert (cond["status"], cond["reason"]) == ("False", c.VERSION_PARSE_ERROR)
-    assert 'status.installedRelease "grizzly"' in cond["message"]
+    assert 'failed to parse installed release "grizzly"' in cond["message"]
     assert event_reasons(result) == [("Warning", "VersionParseError")]
     assert "Job" not in kinds_written(result)
 
@@ -694,7 +697,7 @@ def test_a_failed_phase_job_stops_the_upgrade_until_it_is_deleted(passes, phase,
     failed = r.run_pass(HEALTHY, settle=False)
     cond = r.condition(c.DATABASE_READY)
     assert (cond["status"], cond["reason"]) == ("False", reason)
-    assert f"(Job {job}) failed: BackoffLimitExceeded" in cond["message"]
+    assert f"job {job} failed: BackoffLimitExceeded" in cond["message"]
     assert event_reasons(failed) == [("Warning", reason)]
     assert failed.requeue_after is None
     assert r.glance["status"]["upgradePhase"] == phase
@@ -882,6 +885,7 @@ def purge_run(name: str, state: str, created: str, cronjob_uid: str) -> dict:
         "kind": "Job",
         "metadata": {
             "name": name,
+            "uid": f"uid-{name}",
             "namespace": "openstack",
             "creationTimestamp": created,
             "labels": {"app.kubernetes.io/name": "glance", "app.kubernetes.io/instance": "glance"},
@@ -905,6 +909,39 @@ def test_a_failed_purge_run_turns_db_purge_false_and_warns_once():
     r.cluster.objects[("Job", later["metadata"]["name"])] = later
     r.run_pass(HEALTHY)
     assert reasons(r)[c.DB_PURGE_READY] == ("True", c.DB_PURGE_SCHEDULED)
+
+
+PURGE_RECORD = "cobaltcore.c5c3.io/last-db-purge-job-uid"
+
+
+def test_each_finished_purge_run_is_recorded_on_the_glance_once():
+    """The reference's RecordJobTerminalState: the newest finished run's UID, failed or
+    not, in ``cobaltcore.c5c3.io/last-db-purge-job-uid``; written by the pass that first
+    sees it, by no later one (the runner counts the run when the record changes)."""
+    r = converged()
+    assert PURGE_RECORD not in (r.glance["metadata"].get("annotations") or {})
+    uid = r.cluster.get("CronJob", "glance-db-purge")["metadata"]["uid"]
+    running = purge_run("glance-db-purge-1", "Running", "2026-03-02T00:01:00Z", uid)
+    r.cluster.objects[("Job", "glance-db-purge-1")] = running
+    assert r.run_pass(HEALTHY, settle=False).annotations == {}
+    failed = purge_run("glance-db-purge-1", "Failed", "2026-03-02T00:01:00Z", uid)
+    r.cluster.objects[("Job", "glance-db-purge-1")] = failed
+    assert r.run_pass(HEALTHY).annotations == {PURGE_RECORD: "uid-glance-db-purge-1"}
+    assert r.glance["metadata"]["annotations"][PURGE_RECORD] == "uid-glance-db-purge-1"
+    assert r.run_pass(HEALTHY).annotations == {}
+    later = purge_run("glance-db-purge-2", "Complete", "2026-03-03T00:01:00Z", uid)
+    r.cluster.objects[("Job", "glance-db-purge-2")] = later
+    assert r.run_pass(HEALTHY).annotations == {PURGE_RECORD: "uid-glance-db-purge-2"}
+    assert r.run_pass(HEALTHY).annotations == {}
+
+
+def test_the_finished_db_sync_job_is_recorded_as_the_reference_does():
+    r = make()
+    r.converge()
+    job = r.cluster.get("Job", "glance-db-sync")
+    record = r.glance["metadata"]["annotations"]["cobaltcore.c5c3.io/last-db-sync-job-uid"]
+    assert record == job["metadata"]["uid"]
+    assert [res.annotations for res in r.results].count({}) == len(r.results) - 1
 
 
 def test_a_suspended_purge_stays_true_and_names_the_failed_run():
@@ -944,7 +981,7 @@ URL = "http://glance.openstack.svc.cluster.local:9292/healthcheck"
             {"error_kind": "timeout"},
             c.HEALTH_CHECK_TIMEOUT,
             "False",
-            f"health check of {URL} timed out",
+            f"health check timed out: {URL}",
         ),
         ({"error_kind": "dns"}, c.ENDPOINT_NOT_READY, "False", f"endpoint not resolvable: {URL}"),
         (
@@ -1038,6 +1075,7 @@ def test_the_result_is_plain_data():
         "finalizer",
         "finalizers",
         "target_cluster",
+        "annotations",
     }
     assert data["actions"][0]["kind"] == "ConfigMap"
     assert GLANCE_UID in str(data["actions"][0]["object"]["metadata"]["ownerReferences"])

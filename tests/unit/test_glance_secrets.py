@@ -273,7 +273,7 @@ def test_with_a_ready_store_a_missing_secret_is_explained_by_its_external_secret
     synced = eso(READY, **{"glance-service-user": NOT_READY})
     assert waiting(gate_secrets(glance, only_db, synced)) == (
         "WaitingForServiceUserCredentials",
-        "Waiting for ESO to sync service-user credentials from OpenBao",
+        "Waiting for ESO to sync the Glance service-user password from OpenBao",
     )
     # Secrets in place: ready, whether or not ExternalSecrets wrote them.
     assert gate_secrets(glance, SECRETS, eso(READY)).ready

@@ -35,7 +35,7 @@ CASES = [
         "union",
         {"spec": {"s3": DELETE}},
         [
-            'spec.s3: Invalid value: "object": exactly one backend block matching spec.type must be set (type S3 requires spec.s3)'
+            'spec.s3: Invalid value: "S3": exactly one backend block matching spec.type must be set (type S3 requires spec.s3)'
         ],
     ),
     ("reserved name", {"metadata": {"name": "store-a"}}, []),
@@ -65,7 +65,7 @@ CASES = [
             "reserved prefix",
             {"metadata": {"name": name}},
             [
-                f'metadata.name: Invalid value: "{name}": name "{name}" uses the reserved "os_glance_" / "os-glance-" store-section prefix, which glance keeps for its own stores'
+                f'metadata.name: Invalid value: "{name}": name must not use the reserved "os_glance_" / "os-glance-" store-section prefix (Glance owns that namespace for its staging and tasks stores)'
             ],
         )
         for name in ("os-glance-x", "os_glance_x", "OS-Glance-store")
@@ -87,22 +87,22 @@ CASES = [
         "extraOptions",
         {"spec": {"extraOptions": {"s3_store_access_key": "AKIA"}}},
         [
-            'spec.extraOptions[s3_store_access_key]: Forbidden: option "s3_store_access_key" is owned by spec.s3.credentialsSecretRef and must not be set via extraOptions'
+            'spec.extraOptions[s3_store_access_key]: Invalid value: "AKIA": option "s3_store_access_key" is owned by spec.s3.credentialsSecretRef and must not be set via extraOptions'
         ],
     ),
     (
         "extraOptions",
         {"spec": {"extraOptions": {"store_description": "x"}}},
         [
-            'spec.extraOptions[store_description]: Forbidden: option "store_description" is owned by the operator and must not be set via extraOptions'
+            'spec.extraOptions[store_description]: Invalid value: "x": option "store_description" is owned by the operator (store section wiring) and must not be set via extraOptions'
         ],
     ),
     (
         "extraOptions",
         {"spec": {"extraOptions": {"z": "a\nb", "a": "\r"}}},
         [
-            'spec.extraOptions[a]: Invalid value: "\\r": value must not contain a newline or carriage return',
-            'spec.extraOptions[z]: Invalid value: "a\\nb": value must not contain a newline or carriage return',
+            'spec.extraOptions[a]: Invalid value: "\\r": value must not contain newline or carriage-return characters',
+            'spec.extraOptions[z]: Invalid value: "a\\nb": value must not contain newline or carriage-return characters',
         ],
     ),
 ]
@@ -134,7 +134,7 @@ def sibling(
 def test_a_second_default_on_the_same_glance_is_refused():
     ctx = AdmissionContext(siblings=[sibling("s3-default"), sibling("s3-other")])
     assert errors_of({}, ctx) == [
-        'spec.isDefault: Forbidden: GlanceBackend "s3-other" attached to the same Glance "glance" is '
+        'spec.isDefault: Invalid value: true: GlanceBackend "s3-other" attached to the same Glance "glance" is '
         "already marked isDefault; exactly one default store is allowed"
     ]
 

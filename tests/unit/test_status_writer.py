@@ -132,7 +132,10 @@ def test_ready_is_re_aggregated_over_kept_conditions_too():
     computed = [c.condition(c.GLANCE_API_READY, False, c.API_UNHEALTHY, "HTTP 500")]
     status = glance_status({"conditions": kept}, computed, 2, T1)
     ready = c.by_type(status["conditions"])[c.READY]
-    assert (ready["status"], ready["message"]) == ("False", "not ready: GlanceAPIReady")
+    assert (ready["status"], ready["message"]) == (
+        "False",
+        "One or more sub-conditions are not ready (not ready: GlanceAPIReady)",
+    )
     assert ready["lastTransitionTime"] == STAMP1
 
 
@@ -141,7 +144,9 @@ def test_a_computed_ready_is_ignored_in_favour_of_the_aggregate():
     status = glance_status({}, computed, 1, T0)
     (ready,) = status["conditions"]
     assert ready["status"] == "False"
-    assert ready["message"].startswith("not yet reported: SecretsReady")
+    assert ready["message"].startswith(
+        "One or more sub-conditions are not ready (not yet reported: SecretsReady"
+    )
 
 
 @pytest.mark.parametrize(
@@ -185,7 +190,10 @@ def test_the_backend_ready_aggregates_credentials_and_projection_only():
     assert status["observedGeneration"] == 4
     status = backend_status({}, computed[:1], 4, T0)
     ready = c.by_type(status["conditions"])[c.READY]
-    assert (ready["status"], ready["message"]) == ("False", "not yet reported: ConfigProjected")
+    assert (ready["status"], ready["message"]) == (
+        "False",
+        "One or more sub-conditions are not ready (not yet reported: ConfigProjected)",
+    )
 
 
 def test_an_unchanged_status_needs_no_patch_whatever_the_order_and_empty_fields():

@@ -249,7 +249,10 @@ def test_an_unresolvable_target_is_waited_for_then_abandoned():
     assert wait.finalizer is None and wait.requeue_after == REQUEUE_SECRETS
     cond = c.by_type(wait.status["conditions"])[c.SECRETS_READY]
     assert cond["reason"] == c.TARGET_CLUSTER_UNAVAILABLE
-    assert cond["message"].endswith("waiting at least 5m0s before abandoning its children")
+    assert cond["message"].startswith(
+        "target cluster edge does not resolve; waiting at least 5m0s before abandoning its "
+        "children ("
+    )
     # The window runs from the first pass that found it unresolvable, not from the deletion
     # alone: a Glance deleted long ago still waits the whole window.
     glance = deleting(r, both, deleted_at, status=wait.status)

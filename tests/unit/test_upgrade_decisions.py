@@ -31,12 +31,45 @@ def test_only_the_next_release_is_sequential(installed, target, sequential):
         ("2025.2", "2026.1", None, None),
         ("2026.1", "2026.2", None, None),
         ("2026.2", "2027.1", None, None),
-        ("2026.2", "2026.1", c.DOWNGRADE_NOT_SUPPORTED, "Downgrade 2026.2 → 2026.1"),
+        (
+            "2026.2",
+            "2026.1",
+            c.DOWNGRADE_NOT_SUPPORTED,
+            "downgrade from 2026.2 to 2026.1 is not supported",
+        ),
         ("2026.1", "2025.2", c.DOWNGRADE_NOT_SUPPORTED, "set spec.openStackRelease back to 2026.1"),
         ("2025.2", "2026.2", c.UPGRADE_PATH_INVALID, "the next release after 2025.2 is 2026.1"),
         ("2026.2", "2027.2", c.UPGRADE_PATH_INVALID, "the next release after 2026.2 is 2027.1"),
-        ("grizzly", "2026.2", c.VERSION_PARSE_ERROR, 'status.installedRelease "grizzly"'),
-        ("2026.1", "2026.9", c.VERSION_PARSE_ERROR, 'spec.openStackRelease "2026.9"'),
+        (
+            "2025.2",
+            "2026.2",
+            c.UPGRADE_PATH_INVALID,
+            "upgrade from 2025.2 to 2026.2 is not sequential; only sequential upgrades are supported",
+        ),
+        (
+            "grizzly",
+            "2026.2",
+            c.VERSION_PARSE_ERROR,
+            'failed to parse installed release "grizzly": invalid release format "grizzly": expected YYYY.N',
+        ),
+        (
+            "2026.1",
+            "2026.9",
+            c.VERSION_PARSE_ERROR,
+            'failed to parse target release "2026.9": invalid release minor version 9 in "2026.9": must be 1 or 2',
+        ),
+        (
+            "2026.1",
+            "x.2",
+            c.VERSION_PARSE_ERROR,
+            'invalid release year in "x.2": strconv.Atoi: parsing "x": invalid syntax',
+        ),
+        (
+            "2026.1",
+            "2009.2",
+            c.VERSION_PARSE_ERROR,
+            'invalid release year 2009 in "2009.2": must be >= 2010',
+        ),
     ],
 )
 def test_path_problem_names_the_rule_the_path_breaks(installed, target, reason, says):
@@ -85,6 +118,10 @@ def test_database_step_and_job(release, stored, action, phase, job, check_image)
 def test_a_moved_target_names_both_ways_out():
     step = u.database_step("2027.1", status("2026.1", "2026.2", "Migrating"))
     assert step.reason == c.UPGRADE_TARGET_CHANGED
+    assert step.message.startswith(
+        "Spec release changed to 2027.1 during active upgrade 2026.1 → 2026.2; complete or roll "
+        "back the current upgrade first"
+    )
     assert "to 2026.2 to finish it or back to 2026.1 to abort it" in step.message
     assert u.refused_event(step) == {
         "type": "Warning",
@@ -134,7 +171,17 @@ def test_phase_outcome(phase, state, reason, status_, event, next_phase, now):
 
 def test_the_reference_messages_of_rolling_update_and_upgrade_complete():
     migrated = u.phase_outcome("Migrating", u.COMPLETE, STEP, "glance-db-migrate")
-    assert migrated.condition["message"] == "Migrate complete, waiting for Deployment rollout"
+    assert migrated.condition["message"] == (
+        "Migrate complete, waiting for Deployment rollout: 2026.1 → 2026.2"
+    )
+    rolling = u.rolling_update(STEP)
+    assert rolling["message"] == "Waiting for Deployment rollout: 2026.1 → 2026.2"
+    expanded = u.phase_outcome("Expanding", u.COMPLETE, STEP, "glance-db-expand")
+    assert expanded.condition["message"] == "Expand complete, starting migrate: 2026.1 → 2026.2"
+    running = u.phase_outcome("Contracting", u.RUNNING, STEP, "glance-db-contract")
+    assert running.condition["message"].startswith("Contract phase running: 2026.1 → 2026.2")
+    failed = u.phase_outcome("Migrating", u.FAILED, STEP, "glance-db-migrate", "boom")
+    assert failed.condition["message"].startswith("Migrate job glance-db-migrate failed: boom")
     done = u.phase_outcome("Contracting", u.COMPLETE, STEP, "glance-db-contract")
     assert done.condition["message"] == "Database schema is up to date (upgraded 2026.1 → 2026.2)"
     with pytest.raises(ValueError, match="runs no Job"):

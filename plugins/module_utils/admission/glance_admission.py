@@ -8,7 +8,8 @@ Both take the object after the API server's schema defaulting and run only on ob
 passed the schema and its CEL rules (``admission.judge`` enforces that order).
 
 Each rule is a small function named after what it checks; ``GLANCE_RULES`` lists them in the
-order they run. The rule texts follow the reference webhook's wording.
+order they run. The rule texts, field paths and error types are the reference webhook's, word
+for word, anything ours adds after them (``tests/unit/test_reference_messages.py``).
 """
 
 from __future__ import annotations
@@ -31,12 +32,16 @@ from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.cron_sched
     parse_standard,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.go_duration import (
+    format_duration,
     parse_duration,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.go_url import (
     check_endpoint_url,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.quantity import parse_quantity
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.quantity import (
+    go_quantity_string,
+    parse_quantity,
+)
 
 DEFAULT_RESOURCES = {
     "requests": {"memory": "512Mi", "cpu": "100m"},
@@ -72,6 +77,8 @@ INJECT_TEXT_MAX = 255
 MAX_NAME_LENGTH = 43
 MIN_VOLUME = parse_quantity("1Mi")
 MIN_MAINTENANCE_SECONDS = 60
+# The staging bound the reconcile applies when spec.staging.sizeLimit is unset (pods.py).
+DEFAULT_STAGING_SIZE = "10Gi"
 DEFAULT_ALLOWED_SCHEMES = ("https",)
 DEFAULT_ALLOWED_PORTS = (443,)
 POD_NAME_LABEL = "app.kubernetes.io/name"
@@ -170,6 +177,23 @@ def _has_control(value: str) -> bool:
     return "\n" in value or "\r" in value
 
 
+# The reference's words for a newline or carriage return in a value the INI renderer writes
+# verbatim (internal/common/validation.CacheNoControlChars, and the webhook's own guards).
+VERBATIM_VALUE_DETAIL = (
+    "value must not contain a newline or carriage return: it is rendered verbatim into the "
+    "service configuration file, so a newline injects arbitrary config lines"
+)
+
+
+def _verbatim_detail(what: str, where: str) -> str:
+    """``<what> must not contain newline or carriage-return characters: ...``: the wording
+    the reference gives a control character in a value rendered into ``where``."""
+    return (
+        f"{what} must not contain newline or carriage-return characters: the rendered "
+        f"{where} value is written verbatim, so a newline injects arbitrary config lines"
+    )
+
+
 def effective_grace(spec: Mapping[str, Any]) -> int:
     grace = (spec.get("deployment") or {}).get("terminationGracePeriodSeconds")
     return DEFAULT_GRACE_SECONDS if grace is None else grace
@@ -194,7 +218,7 @@ def _quantity(path: str, value: Any) -> tuple[Fraction | None, fe.FieldError | N
 def check_replicas(spec, ctx, meta) -> Iterable[fe.FieldError]:
     replicas = (spec.get("deployment") or {}).get("replicas")
     if replicas is not None and replicas < 1:
-        yield fe.invalid("spec.deployment.replicas", replicas, "must be at least 1")
+        yield fe.invalid("spec.deployment.replicas", replicas, "replicas must be at least 1")
 
 
 def check_image(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -235,18 +259,10 @@ def check_cache(spec, ctx, meta) -> Iterable[fe.FieldError]:
     if bool(ref) == bool(servers):
         yield fe.invalid("spec.cache", "object", "exactly one of clusterRef or servers must be set")
     if ref and _has_control(ref.get("name", "")):
-        yield fe.invalid(
-            "spec.cache.clusterRef.name",
-            _echo(ref["name"]),
-            "must not contain a newline or carriage return",
-        )
+        yield fe.invalid("spec.cache.clusterRef.name", _echo(ref["name"]), VERBATIM_VALUE_DETAIL)
     for i, server in enumerate(servers):
         if _has_control(server):
-            yield fe.invalid(
-                f"spec.cache.servers[{i}]",
-                _echo(server),
-                "must not contain a newline or carriage return",
-            )
+            yield fe.invalid(f"spec.cache.servers[{i}]", _echo(server), VERBATIM_VALUE_DETAIL)
 
 
 SECRET_STORE_KINDS = ("ClusterSecretStore", "SecretStore")
@@ -259,7 +275,7 @@ def check_secret_store_ref(spec, ctx, meta) -> Iterable[fe.FieldError]:
     if ref is None:
         return
     if not ref.get("name"):
-        yield fe.required("spec.secretStoreRef.name", "the store the Secrets come from")
+        yield fe.required("spec.secretStoreRef.name", "store name must be set")
     kind = ref.get("kind") or ""
     if kind and kind not in SECRET_STORE_KINDS:
         yield fe.not_supported("spec.secretStoreRef.kind", kind, list(SECRET_STORE_KINDS))
@@ -297,16 +313,19 @@ def check_logging(spec, ctx, meta) -> Iterable[fe.FieldError]:
         yield fe.not_supported("spec.logging.format", logging["format"], list(LOG_FORMATS))
     if logging.get("level") and logging["level"] not in LOG_LEVELS:
         yield fe.not_supported("spec.logging.level", logging["level"], list(LOG_LEVELS))
+    levels_path = "spec.logging.perLoggerLevels"
     for name, level in sorted((logging.get("perLoggerLevels") or {}).items()):
-        path = fe.key("spec.logging.perLoggerLevels", name)
         if not name:
-            yield fe.invalid(path, name, "logger name must not be empty")
-        elif _has_control(name):
+            yield fe.invalid(levels_path, name, "logger name must not be empty")
+            continue
+        path = fe.key(levels_path, fe.truncate(name))
+        if _has_control(name):
+            # Ours: the reference renders the name into default_log_levels unchecked.
             yield fe.invalid(
-                path, _echo(name), "logger name must not contain a newline or carriage return"
+                path, _echo(name), _verbatim_detail("logger name", "[DEFAULT] default_log_levels")
             )
         if level not in LOG_LEVELS:
-            yield fe.not_supported(path, level, list(LOG_LEVELS))
+            yield fe.invalid(path, _echo(level), "level must be one of " + ", ".join(LOG_LEVELS))
 
 
 def check_termination(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -315,10 +334,16 @@ def check_termination(spec, ctx, meta) -> Iterable[fe.FieldError]:
     prestop = deployment.get("preStopSleepSeconds")
     if grace is not None and grace < 10:
         yield fe.invalid(
-            "spec.deployment.terminationGracePeriodSeconds", grace, "must be at least 10"
+            "spec.deployment.terminationGracePeriodSeconds",
+            grace,
+            "terminationGracePeriodSeconds must be at least 10",
         )
     if prestop is not None and prestop < 0:
-        yield fe.invalid("spec.deployment.preStopSleepSeconds", prestop, "must be at least 0")
+        yield fe.invalid(
+            "spec.deployment.preStopSleepSeconds",
+            prestop,
+            "preStopSleepSeconds must be non-negative",
+        )
     eff_grace, eff_prestop = effective_grace(spec), effective_prestop(spec)
     if eff_prestop >= eff_grace:
         yield fe.invalid(
@@ -332,18 +357,19 @@ def check_termination(spec, ctx, meta) -> Iterable[fe.FieldError]:
         yield fe.invalid(
             "spec.apiServer.uwsgi.harakiri",
             harakiri,
-            f"harakiri ({harakiri}) must be less than terminationGracePeriodSeconds minus "
-            f"preStopSleepSeconds ({eff_grace} - {eff_prestop} = {eff_grace - eff_prestop}), "
-            "so a request uWSGI kills still ends before the pod is killed",
+            f"harakiri ({harakiri}) must be strictly less than terminationGracePeriodSeconds - "
+            f"preStopSleepSeconds ({eff_grace - eff_prestop}), so a request uWSGI kills still "
+            "ends before the pod is killed",
         )
 
 
 def check_strategy(spec, ctx, meta) -> Iterable[fe.FieldError]:
     strategy = (spec.get("deployment") or {}).get("strategy") or {}
     if strategy.get("type") == "Recreate" and strategy.get("rollingUpdate") is not None:
-        yield fe.forbidden(
+        yield fe.invalid(
             "spec.deployment.strategy.rollingUpdate",
-            "may not be specified when strategy `type` is 'Recreate'",
+            strategy["rollingUpdate"],
+            "rollingUpdate must not be set when strategy.type is Recreate",
         )
 
 
@@ -355,28 +381,26 @@ def check_autoscaling(spec, ctx, meta) -> Iterable[fe.FieldError]:
     high = scaling.get("maxReplicas", 0)
     low = scaling.get("minReplicas")
     if high < 1:
-        yield fe.invalid(f"{path}.maxReplicas", high, "must be at least 1")
+        yield fe.invalid(f"{path}.maxReplicas", high, "maxReplicas must be at least 1")
     if low is not None:
         if low < 1:
-            yield fe.invalid(f"{path}.minReplicas", low, "must be at least 1")
-        elif low > high:
-            yield fe.invalid(
-                f"{path}.minReplicas", low, f"must be less than or equal to maxReplicas ({high})"
-            )
+            yield fe.invalid(f"{path}.minReplicas", low, "minReplicas must be at least 1")
+        if low > high:
+            yield fe.invalid(f"{path}.minReplicas", low, "minReplicas must not exceed maxReplicas")
     else:
         replicas = (spec.get("deployment") or {}).get("replicas", DEFAULT_REPLICAS)
         if replicas > high:
             yield fe.invalid(
                 f"{path}.maxReplicas",
                 high,
-                f"must be greater than or equal to spec.deployment.replicas ({replicas}), "
-                "the lower bound while spec.autoscaling.minReplicas is unset",
+                f"maxReplicas must be >= spec.deployment.replicas ({replicas}) when minReplicas "
+                "is not set, because minReplicas defaults to spec.deployment.replicas",
             )
     targets = ("targetCPUUtilization", "targetMemoryUtilization")
     for target in targets:
         value = scaling.get(target)
         if value is not None and not 1 <= value <= 100:
-            yield fe.invalid(f"{path}.{target}", value, "must be between 1 and 100")
+            yield fe.invalid(f"{path}.{target}", value, f"{target} must be between 1 and 100")
     if all(scaling.get(t) is None for t in targets):
         yield fe.required(
             path, "at least one of targetCPUUtilization or targetMemoryUtilization must be set"
@@ -386,13 +410,20 @@ def check_autoscaling(spec, ctx, meta) -> Iterable[fe.FieldError]:
 def check_network_and_gateway(spec, ctx, meta) -> Iterable[fe.FieldError]:
     policy = spec.get("networkPolicy")
     if policy is not None and not policy.get("ingress"):
-        yield fe.required("spec.networkPolicy.ingress", "at least one ingress rule is required")
+        yield fe.required(
+            "spec.networkPolicy.ingress", "at least one ingress source must be specified"
+        )
     gateway = spec.get("gateway")
     if gateway is not None:
         if not gateway.get("hostname"):
-            yield fe.required("spec.gateway.hostname")
+            yield fe.required(
+                "spec.gateway.hostname", "hostname must be set when spec.gateway is configured"
+            )
         if not (gateway.get("parentRef") or {}).get("name"):
-            yield fe.required("spec.gateway.parentRef.name")
+            yield fe.required(
+                "spec.gateway.parentRef.name",
+                "parentRef.name must be set when spec.gateway is configured",
+            )
 
 
 def check_import_filtering(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -400,8 +431,9 @@ def check_import_filtering(spec, ctx, meta) -> Iterable[fe.FieldError]:
     path = "spec.importFiltering"
     for allow, deny in FILTER_PAIRS:
         if filtering.get(allow) and filtering.get(deny):
-            yield fe.forbidden(
+            yield fe.invalid(
                 f"{path}.{deny}",
+                filtering[deny],
                 f"{allow} and {deny} are mutually exclusive: glance ignores the deny-list when "
                 "the allow-list is non-empty",
             )
@@ -425,16 +457,14 @@ def _check_filter_item(name: str, path: str, item: Any) -> Iterable[fe.FieldErro
     if name.endswith("Schemes") and item not in FILTER_SCHEMES:
         yield fe.not_supported(path, _echo(item), list(FILTER_SCHEMES))
     elif name.endswith("Ports") and not 1 <= item <= 65535:
-        yield fe.invalid(path, item, "must be between 1 and 65535, inclusive")
+        yield fe.invalid(path, item, "port must be between 1 and 65535")
     elif name.endswith("Hosts"):
         if not item:
             yield fe.invalid(path, item, "host must not be empty")
+        elif _has_control(item):
+            yield fe.invalid(path, _echo(item), _verbatim_detail("host", "[import_filtering_opts]"))
         elif len(item) > HOST_MAX:
-            yield fe.too_long(path, HOST_MAX)
-        if _has_control(item):
-            yield fe.invalid(
-                path, _echo(item), "host must not contain a newline or carriage return"
-            )
+            yield fe.invalid(path, _echo(item), f"host must be at most {HOST_MAX} characters")
 
 
 def check_import_methods(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -474,46 +504,99 @@ def check_import_plugins(spec, ctx, meta) -> Iterable[fe.FieldError]:
 
 def _check_inject(inject: Mapping[str, Any], path: str) -> Iterable[fe.FieldError]:
     properties = inject.get("properties") or {}
-    if not 1 <= len(properties) <= INJECT_MAX:
-        yield fe.invalid(
-            f"{path}.properties",
-            len(properties),
-            f"must have between 1 and {INJECT_MAX} entries",
+    props_path = f"{path}.properties"
+    if not properties:
+        yield fe.required(
+            props_path,
+            "at least one property must be set: the inject_image_metadata plugin has nothing "
+            "to inject otherwise",
         )
+    elif len(properties) > INJECT_MAX:
+        yield fe.too_many(props_path, len(properties), INJECT_MAX)
     for name in sorted(properties):
-        here = fe.key(f"{path}.properties", name)
-        problem = _inject_text_problem(name, forbid=":,", what="property name", empty_ok=False)
+        if not name:
+            yield fe.invalid(props_path, name, "property name must not be empty")
+            continue
+        here = fe.key(props_path, fe.truncate(name))
+        problem = _property_name_problem(name)
         if problem:
             yield fe.invalid(here, _echo(name), problem)
-        value = properties[name]
-        problem = _inject_text_problem(str(value), forbid=",", what="property value", empty_ok=True)
+        value = str(properties[name])
+        problem = _property_value_problem(value)
         if problem:
             yield fe.invalid(here, _echo(value), problem)
     roles = inject.get("ignoreUserRoles") or []
     if len(roles) > INJECT_MAX:
         yield fe.too_many(f"{path}.ignoreUserRoles", len(roles), INJECT_MAX)
     for i, role in enumerate(roles):
-        problem = _inject_text_problem(role, forbid=",", what="role", empty_ok=False, trim=False)
+        problem = _role_problem(role)
         if problem:
             yield fe.invalid(fe.index(f"{path}.ignoreUserRoles", i), _echo(role), problem)
 
 
-def _inject_text_problem(
-    text: str, forbid: str, what: str, empty_ok: bool, trim: bool = True
-) -> str | None:
-    """Why ``text`` cannot go into a comma-separated glance list option, or None."""
-    if not text and not empty_ok:
-        return f"{what} must not be empty"
-    if _has_control(text):
-        return f"{what} must not contain a newline or carriage return"
-    for char in forbid:
-        if char in text:
-            shown = " or ".join(repr(c) for c in forbid)
-            return f"{what} must not contain {shown}: glance splits the option on them"
-    if trim and text != text.strip():
-        return f"{what} must not have leading or trailing whitespace"
-    if len(text) > INJECT_TEXT_MAX:
-        return f"{what} must be at most {INJECT_TEXT_MAX} characters"
+# The oslo Dict syntax of [inject_metadata_properties] inject splits pairs on commas and
+# each pair on its first colon; ignore_user_roles is a comma-separated list. The texts are
+# the reference webhook's (validateImportInjectProperty, validateImportInjectMetadata).
+INJECT_WHERE = "[inject_metadata_properties] inject"
+
+
+def _property_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an injected property's name, or None."""
+    if _has_control(name):
+        return _verbatim_detail("property name", INJECT_WHERE)
+    if ":" in name:
+        return (
+            "property name must not contain a colon: the oslo Dict syntax splits each pair on "
+            "the first colon, so the name would be silently truncated there and its remainder "
+            "injected as part of the value"
+        )
+    if "," in name:
+        return (
+            "property name must not contain a comma: the oslo Dict syntax separates pairs on "
+            "commas, so the name would be split into a property of its own"
+        )
+    if name != name.strip():
+        return (
+            "property name must not start or end with whitespace: the oslo parser strips it, "
+            "so the injected property name would differ from the one stored here"
+        )
+    if len(name) > INJECT_TEXT_MAX:
+        return f"property name must be at most {INJECT_TEXT_MAX} characters"
+    return None
+
+
+def _property_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an injected property's value (a colon is fine), or None."""
+    if _has_control(value):
+        return _verbatim_detail("property value", INJECT_WHERE)
+    if "," in value:
+        return (
+            "property value must not contain a comma: the oslo Dict syntax separates pairs on "
+            "commas, so the value would be cut short and its remainder read as another property"
+        )
+    if value != value.strip():
+        return (
+            "property value must not start or end with whitespace: the oslo parser strips it, "
+            "so the injected value would differ from the one stored here"
+        )
+    if len(value) > INJECT_TEXT_MAX:
+        return f"property value must be at most {INJECT_TEXT_MAX} characters"
+    return None
+
+
+def _role_problem(role: str) -> str | None:
+    """Why ``role`` cannot be an entry of ignore_user_roles, or None."""
+    if not role:
+        return "role must not be empty"
+    if _has_control(role):
+        return _verbatim_detail("role", "[inject_metadata_properties]")
+    if "," in role:
+        return (
+            "role must not contain a comma: the rendered ignore_user_roles list separates "
+            "roles on commas, so the entry would be read as two roles"
+        )
+    if len(role) > INJECT_TEXT_MAX:
+        return f"role must be at most {INJECT_TEXT_MAX} characters"
     return None
 
 
@@ -524,8 +607,12 @@ def check_decompression_staging(spec, ctx, meta) -> Iterable[fe.FieldError]:
     if staging.get("sizeLimit") is None and not staging.get("unbounded"):
         yield fe.required(
             "spec.staging.sizeLimit",
-            "importPlugins.decompression expands archives in the staging area: set "
-            "spec.staging.sizeLimit (or spec.staging.unbounded: true) explicitly",
+            "must be set explicitly while importPlugins.decompression is enabled: the plugin "
+            "expands the staged image by a ratio the caller picks and nothing caps the result, "
+            "and breaching this bound evicts the glance-api pod together with every other "
+            f"in-flight import on that replica, so the {DEFAULT_STAGING_SIZE} default cannot be "
+            "assumed to fit the largest UNPACKED image (set staging.unbounded to deliberately "
+            "keep no bound instead)",
         )
 
 
@@ -533,7 +620,7 @@ def check_db_purge(spec, ctx, meta) -> Iterable[fe.FieldError]:
     purge = spec.get("dbPurge") or {}
     days = purge.get("retentionDays")
     if days is not None and days < 1:
-        yield fe.invalid("spec.dbPurge.retentionDays", days, "must be at least 1")
+        yield fe.invalid("spec.dbPurge.retentionDays", days, "retentionDays must be at least 1")
     schedule = purge.get("schedule")
     if schedule:
         try:
@@ -546,14 +633,16 @@ def check_db_purge(spec, ctx, meta) -> Iterable[fe.FieldError]:
 
 def check_volumes(spec, ctx, meta) -> Iterable[fe.FieldError]:
     staging = spec.get("staging") or {}
-    if staging.get("unbounded") and staging.get("sizeLimit") is not None:
-        yield fe.forbidden(
+    exclusive = staging.get("unbounded") and staging.get("sizeLimit") is not None
+    if exclusive:
+        yield fe.invalid(
             "spec.staging.unbounded",
+            staging["unbounded"],
             "unbounded and sizeLimit are mutually exclusive: an unbounded staging area has no "
             "size limit to configure",
         )
     for path, value in (
-        ("spec.staging.sizeLimit", staging.get("sizeLimit")),
+        ("spec.staging.sizeLimit", None if exclusive else staging.get("sizeLimit")),
         ("spec.imageCache.sizeLimit", (spec.get("imageCache") or {}).get("sizeLimit")),
     ):
         if value is None:
@@ -562,7 +651,7 @@ def check_volumes(spec, ctx, meta) -> Iterable[fe.FieldError]:
         if error:
             yield error
         elif size < MIN_VOLUME:
-            yield fe.invalid(path, _echo(value), "must be at least 1Mi")
+            yield fe.invalid(path, go_quantity_string(value), "must be at least 1Mi")
     interval = (spec.get("imageCache") or {}).get("maintenanceInterval")
     if interval is not None:
         path = "spec.imageCache.maintenanceInterval"
@@ -572,7 +661,7 @@ def check_volumes(spec, ctx, meta) -> Iterable[fe.FieldError]:
             yield fe.invalid(path, _echo(interval), str(exc))
         else:
             if seconds < MIN_MAINTENANCE_SECONDS:
-                yield fe.invalid(path, _echo(interval), "must be at least 1m")
+                yield fe.invalid(path, format_duration(seconds), "must be at least 1m0s")
 
 
 def check_middleware(spec, ctx, meta) -> Iterable[fe.FieldError]:
@@ -594,21 +683,24 @@ def check_extra_config_shape(spec, ctx, meta) -> Iterable[fe.FieldError]:
         here = fe.key(path, section)
         if not section:
             yield fe.invalid(path, section, "extraConfig section name must not be empty")
-        elif _has_control(section):
+            continue
+        if _has_control(section):
             yield fe.invalid(
-                here,
+                path,
                 _echo(section),
                 "extraConfig section name must not contain a newline or carriage return",
             )
+            continue
         for key, value in sorted((spec["extraConfig"][section] or {}).items()):
             if not key:
                 yield fe.invalid(here, key, "extraConfig key must not be empty")
             elif _has_control(key) or _has_control(str(value)):
                 yield fe.invalid(
                     fe.key(here, key),
-                    _echo(value),
+                    _echo(key),
                     "extraConfig key and value must not contain a newline or carriage return: "
-                    f"[{fe.truncate(section)}] {fe.truncate(key)}",
+                    "the rendered INI writes them verbatim, so a newline injects arbitrary "
+                    "config lines",
                 )
 
 
@@ -629,18 +721,18 @@ def check_resources(spec, ctx, meta) -> Iterable[fe.FieldError]:
     for name in sorted(requests):
         if name not in limits:
             continue
-        path = fe.key("spec.deployment.resources.requests", name)
+        path = fe.child("spec.deployment.resources.requests", name)
         request, error = _quantity(path, requests[name])
         limit, limit_error = _quantity(
-            fe.key("spec.deployment.resources.limits", name), limits[name]
+            fe.child("spec.deployment.resources.limits", name), limits[name]
         )
         if error or limit_error:
             yield from (e for e in (error, limit_error) if e)
         elif request > limit:
             yield fe.invalid(
                 path,
-                str(requests[name]),
-                f"must be less than or equal to {name} limit of {limits[name]}",
+                go_quantity_string(requests[name]),
+                f"{name} request must not exceed limit ({go_quantity_string(limits[name])})",
             )
 
 
@@ -653,23 +745,25 @@ def check_priority_class(spec, ctx, meta) -> Iterable[fe.FieldError]:
 def check_topology_spread(spec, ctx, meta) -> Iterable[fe.FieldError]:
     constraints = (spec.get("deployment") or {}).get("topologySpreadConstraints") or []
     want = {POD_NAME_LABEL: "glance", POD_INSTANCE_LABEL: meta.get("name", "")}
-    shown = ", ".join(f"{k}: {v}" for k, v in sorted(want.items()))
+    # Go's %v of a map[string]string: map[k1:v1 k2:v2], keys sorted.
+    shown = "map[" + " ".join(f"{k}:{v}" for k, v in sorted(want.items())) + "]"
     for i, constraint in enumerate(constraints):
         path = f"spec.deployment.topologySpreadConstraints[{i}].labelSelector"
         selector = constraint.get("labelSelector")
         if selector is None:
-            yield fe.required(path, f"must select this Glance's pods with matchLabels {{{shown}}}")
+            yield fe.required(path, "labelSelector is required on each TopologySpreadConstraint")
             continue
-        if selector.get("matchExpressions"):
-            yield fe.forbidden(
-                f"{path}.matchExpressions",
-                f"must not be set: select this Glance's pods with matchLabels {{{shown}}} only",
-            )
         if (selector.get("matchLabels") or {}) != want:
             yield fe.invalid(
-                f"{path}.matchLabels",
+                path,
                 selector.get("matchLabels") or {},
-                f"must be exactly {{{shown}}}, the labels of this Glance's pods",
+                f"labelSelector.matchLabels must equal the Deployment selector labels {shown}",
+            )
+        if selector.get("matchExpressions"):
+            yield fe.invalid(
+                f"{path}.matchExpressions",
+                selector["matchExpressions"],
+                "matchExpressions are not allowed; labelSelector must use matchLabels only",
             )
 
 
@@ -773,28 +867,44 @@ GLANCE_RULES: tuple[Callable[..., Iterable[fe.FieldError]], ...] = (
 # warnings
 
 
+def _go_list(values: Iterable[Any]) -> str:
+    """Go's ``%v`` of a slice of strings or integers: ``[http https]``."""
+    return "[" + " ".join(str(v) for v in values) + "]"
+
+
 def warn_import_filtering(spec: Mapping[str, Any]) -> list[str]:
+    """The reference's two warnings (WarnImportFiltering), in its order: a deny-list glance
+    never evaluates, then an allow-list widened past the operator default. Ours leaves the
+    second out while allowedHosts is pinned: its advice is then already followed."""
     filtering = spec.get("importFiltering") or {}
-    warnings = []
-    for allow, deny, default in (
+    path = "spec.importFiltering"
+    pairs = (
         ("allowedSchemes", "disallowedSchemes", DEFAULT_ALLOWED_SCHEMES),
         ("allowedPorts", "disallowedPorts", DEFAULT_ALLOWED_PORTS),
-    ):
-        shown = "[" + ",".join(str(d) for d in default) + "]"
+    )
+    warnings = []
+    for allow, deny, default in pairs:
         if filtering.get(deny) and filtering.get(allow) is None:
             warnings.append(
-                f"spec.importFiltering.{deny} has no effect: glance ignores the deny-list while "
-                f"the allow-list is non-empty, and {allow} defaults to {shown}; set "
-                f"spec.importFiltering.{allow}: [] to filter with the deny-list alone"
+                f"{path}.{deny} is set while {path}.{allow} is unset and therefore resolves to "
+                f"the operator default {_go_list(default)}. Glance evaluates a deny-list only "
+                "while the matching allow-list is empty, so this list is inert; set "
+                f"{path}.{allow} to an explicitly empty list ([]) to make the deny-list "
+                "authoritative."
             )
+    for allow, _, default in pairs:
         allowed = filtering.get(allow)
         widened = allowed is not None and (not allowed or any(v not in default for v in allowed))
-        # Hosts already pinned to an allow-list: the advice below is already followed.
         if widened and not filtering.get("allowedHosts"):
             warnings.append(
-                f"spec.importFiltering.{allow} widens the default {shown} for web-download "
-                "imports: pin spec.importFiltering.allowedHosts to the mirrors you trust, or "
-                "restrict the pods' egress with spec.networkPolicy.additionalEgress"
+                f"{path}.{allow} is set to {_go_list(allowed)}, widening the operator default "
+                f"{_go_list(default)}. The scheme and port pin is the primary web-download "
+                "control — the link-local metadata endpoint answers on http/80 — and once "
+                "widened only the host denylist remains, which matches literally: alternate "
+                "spellings of the same address (an integer or IPv4-mapped form, a raw "
+                "ClusterIP, a trailing-dot FQDN) are not covered. Confine the reachable "
+                "endpoints with spec.networkPolicy.additionalEgress, or pin allowedHosts to the "
+                "mirrors imports are supposed to use."
             )
     return warnings
 

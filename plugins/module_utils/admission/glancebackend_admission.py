@@ -46,7 +46,7 @@ OWNED_OPTIONS = {
     "s3_store_create_bucket_on_put": "spec.s3.createBucketOnPut",
     "s3_store_large_object_size": "spec.s3.largeObjectSize",
     "s3_store_large_object_chunk_size": "spec.s3.largeObjectChunkSize",
-    "store_description": "the operator",
+    "store_description": "the operator (store section wiring)",
 }
 BACKEND_TYPES = {"S3": "s3"}
 
@@ -65,7 +65,7 @@ def check_backend_union(spec, ctx, meta) -> Iterable[fe.FieldError]:
         if (spec.get("type") == kind) != (spec.get(block) is not None):
             yield fe.invalid(
                 f"spec.{block}",
-                "object",
+                spec.get("type", ""),
                 f"exactly one backend block matching spec.type must be set (type {kind} "
                 f"requires spec.{block})",
             )
@@ -85,8 +85,8 @@ def check_store_name(spec, ctx, meta) -> Iterable[fe.FieldError]:
         yield fe.invalid(
             "metadata.name",
             name,
-            f'name "{name}" uses the reserved "os_glance_" / "os-glance-" store-section prefix, '
-            "which glance keeps for its own stores",
+            'name must not use the reserved "os_glance_" / "os-glance-" store-section prefix '
+            "(Glance owns that namespace for its staging and tasks stores)",
         )
 
 
@@ -95,6 +95,8 @@ def check_extra_options(spec, ctx, meta) -> Iterable[fe.FieldError]:
     path = "spec.extraOptions"
     for option in sorted(options):
         here = fe.key(path, option)
+        value = str(options[option])
+        # As the reference: the first rule an option breaks is its only error.
         if not option:
             yield fe.invalid(path, option, "option name must not be empty")
         elif not OPTION_NAME.match(option):
@@ -104,15 +106,17 @@ def check_extra_options(spec, ctx, meta) -> Iterable[fe.FieldError]:
                 "option name must match ^[A-Za-z0-9_]+$ (letters, digits, and underscore)",
             )
         elif option in OWNED_OPTIONS:
-            yield fe.forbidden(
+            yield fe.invalid(
                 here,
+                fe.truncate(value),
                 f'option "{option}" is owned by {OWNED_OPTIONS[option]} and must not be set '
                 "via extraOptions",
             )
-        value = str(options[option])
-        if "\n" in value or "\r" in value:
+        elif "\n" in value or "\r" in value:
             yield fe.invalid(
-                here, fe.truncate(value), "value must not contain a newline or carriage return"
+                here,
+                fe.truncate(value),
+                "value must not contain newline or carriage-return characters",
             )
 
 
@@ -130,12 +134,12 @@ def check_single_default(spec, ctx, meta) -> Iterable[fe.FieldError]:
             or not other_spec.get("isDefault")
         ):
             continue
-        yield fe.forbidden(
+        yield fe.invalid(
             "spec.isDefault",
+            True,
             f'GlanceBackend "{other_meta.get("name")}" attached to the same Glance "{parent}" is '
             "already marked isDefault; exactly one default store is allowed",
         )
-        return
 
 
 GLANCEBACKEND_RULES = (

@@ -26,6 +26,8 @@ from ansible_collections.c5c3.glance.plugins.module_utils.admission.owned_keys i
 )
 
 RELEASE_PATTERN = re.compile(r"^\d{4}\.[12]$")
+# The reference's release.ParseRelease refuses a year before this one.
+MIN_RELEASE_YEAR = 2010
 RESERVED_STORE_SECTIONS = frozenset({"os_glance_staging_store", "os_glance_tasks_store"})
 
 
@@ -42,16 +44,23 @@ def has_section(catalog: Mapping[str, Any], section: str) -> bool:
     return normalize_section(section) in (catalog.get("sections") or {})
 
 
-def deprecation_warning(path: str, entry: Mapping[str, Any]) -> str | None:
-    """The warning a deprecated option earns, naming its replacement when it has one."""
+def deprecation_warning(
+    section: str, option: str, release: str, entry: Mapping[str, Any]
+) -> str | None:
+    """The warning a deprecated option earns, in the reference's words, naming its
+    replacement when it has one (and, ours, why it goes when glance says so)."""
+    head = f"spec.extraConfig [{section}] {option}: deprecated option in glance {release}"
     alias = entry.get("deprecated_alias_of")
     if alias:
-        return f"{path}: option is deprecated; use [{alias['section']}] {alias['option']} instead"
+        return f"{head}, replaced by [{alias['section']}] {alias['option']}"
     if entry.get("deprecated_for_removal"):
         reason = entry.get("deprecated_reason")
         tail = f": {' '.join(str(reason).split())}" if reason else ""
-        return f"{path}: option is deprecated for removal{tail}"
+        return f"{head} with no replacement{tail}"
     return None
+
+
+NOT_VALIDATED = "spec.extraConfig was not validated against an option catalog: "
 
 
 def check_extra_config(
@@ -63,11 +72,13 @@ def check_extra_config(
     """Errors for unknown sections/options of ``extra_config`` and deprecation warnings."""
     if not extra_config:
         return [], []
-    if not RELEASE_PATTERN.match(release or ""):
-        return [], ["spec.openStackRelease does not name an OpenStack release"]
+    if not RELEASE_PATTERN.match(release or "") or int(release[:4]) < MIN_RELEASE_YEAR:
+        return [], [NOT_VALIDATED + "spec.openStackRelease does not name an OpenStack release"]
     catalog = catalogs.get(release)
     if catalog is None:
-        return [], [f'no catalog for release "{release}" is embedded in this operator build']
+        return [], [
+            NOT_VALIDATED + f'no catalog for release "{release}" is embedded in this operator build'
+        ]
     exempt = {normalize_section(s) for s in exempt_sections if s} | RESERVED_STORE_SECTIONS
     errors: list[fe.FieldError] = []
     warnings: list[str] = []
@@ -80,13 +91,15 @@ def check_extra_config(
         if not unowned:
             continue
         if not has_section(catalog, section):
-            errors.append(
+            # As the reference reports it: once per option, on the option's path.
+            errors.extend(
                 fe.invalid(
-                    section_path,
-                    fe.truncate(section),
+                    fe.key(section_path, option),
+                    fe.truncate(option),
                     f"no such section in the glance {release} option catalog (sections "
                     "registered by a loaded plugin must be declared via spec.plugins)",
                 )
+                for option in unowned
             )
             continue
         for option in unowned:
@@ -101,7 +114,7 @@ def check_extra_config(
                     )
                 )
                 continue
-            warning = deprecation_warning(path, entry)
+            warning = deprecation_warning(section, option, release, entry)
             if warning:
                 warnings.append(warning)
     return errors, warnings

@@ -27,6 +27,20 @@ def _keys(section: str, keys: tuple[str, ...], owner: str, impact: str, rejected
     return [OwnedKey(section, k, owner, impact, rejected) for k in keys]
 
 
+# The impacts of the rejected keys are the reference's (config_ownership.go), word for word:
+# they are the tail of the admission message.
+IMPORT_FILTERING_IMPACT = (
+    "the web-download URI filter is platform security policy; setting it through extraConfig "
+    "bypasses the exclusivity rules, the host INI guard, and the admission warning that flags "
+    "a loosened filter"
+)
+IMPORT_PLUGINS_IMPACT = (
+    "the image-import plugin pipeline is expressed by spec.importPlugins; setting it through "
+    "extraConfig bypasses the fixed decompression-before-conversion order, the output-format "
+    "enum, and the property-name rules that keep an injected pair inside the oslo Dict syntax"
+)
+
+
 _FILTER_KEYS = (
     "allowed_schemes",
     "disallowed_schemes",
@@ -76,11 +90,31 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
             "spec.logging.format",
             "overrides the json logging configuration",
         ),
-        *_keys(
+        OwnedKey(
             "DEFAULT",
-            ("image_cache_dir", "image_cache_driver", "image_cache_max_size"),
+            "image_cache_dir",
             "spec.imageCache",
-            "the cache volume, its bound and the pruning sidecar are derived from spec.imageCache",
+            "the operator mounts the bounded cache emptyDir at this path; another path is "
+            "another volume's bound, so the cache is filled out of the staging or tasks-work "
+            "budget and evicts the pod mid-import",
+            rejected=True,
+        ),
+        OwnedKey(
+            "DEFAULT",
+            "image_cache_driver",
+            "spec.imageCache",
+            "only sqlite keeps the cache state inside the pod-local volume; centralized_db "
+            "strands a dead pod's rows in the shared Glance database on every replacement and "
+            "no db-purge pass reclaims them",
+            rejected=True,
+        ),
+        OwnedKey(
+            "DEFAULT",
+            "image_cache_max_size",
+            "spec.imageCache",
+            "the operator derives it as 80% of the emptyDir bound, which is what leaves the "
+            "pruner a target it can reach; a value at or above that bound leaves nothing to "
+            "prune down to and the volume grows until the kubelet evicts the pod",
             rejected=True,
         ),
         *_keys(
@@ -93,7 +127,8 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
             "database",
             "connection",
             "spec.database",
-            "the env override OS_DATABASE__CONNECTION wins",
+            "the runtime value comes from the OS_DATABASE__CONNECTION env override, so the file "
+            "override is ignored",
         ),
         *_keys(
             "keystone_authtoken",
@@ -113,7 +148,9 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
             "keystone_authtoken",
             "password",
             "spec.serviceUser.secretRef",
-            "a password in extraConfig would be stored in a ConfigMap in clear text",
+            "the middleware password is env-injected via OS_KEYSTONE_AUTHTOKEN__PASSWORD; a file "
+            "override is ignored at runtime and leaks credential material into a "
+            "namespace-readable ConfigMap",
             rejected=True,
         ),
         OwnedKey(
@@ -150,28 +187,28 @@ OWNED_KEYS: tuple[OwnedKey, ...] = tuple(
             "import_filtering_opts",
             _FILTER_KEYS,
             "spec.importFiltering",
-            "the web-download filter would no longer be what spec.importFiltering says",
+            IMPORT_FILTERING_IMPACT,
             rejected=True,
         ),
         OwnedKey(
             "image_import_opts",
             "image_import_plugins",
             "spec.importPlugins",
-            "the plugin order and its sections are derived from spec.importPlugins",
+            IMPORT_PLUGINS_IMPACT,
             rejected=True,
         ),
         OwnedKey(
             "image_conversion",
             "output_format",
             "spec.importPlugins",
-            "set spec.importPlugins.conversion.outputFormat instead",
+            IMPORT_PLUGINS_IMPACT,
             rejected=True,
         ),
         *_keys(
             "inject_metadata_properties",
             ("inject", "ignore_user_roles"),
             "spec.importPlugins",
-            "set spec.importPlugins.injectMetadata instead",
+            IMPORT_PLUGINS_IMPACT,
             rejected=True,
         ),
     ]

@@ -66,6 +66,10 @@ MANY_DEFAULTS_MESSAGE = (
     "exactly one is required"
 )
 ALL_PROJECTED_MESSAGE = "All attached backends are projected"
+# The reference's errControlCharInValue (reconcile_backends.go).
+CONTROL_CHAR_IN_OPTION = (
+    "[glance_store] option name or value contains a newline or carriage-return character"
+)
 CREDENTIALS_NOT_READY = "credentials not ready"
 
 
@@ -118,7 +122,8 @@ def backend_credentials(
             CREDENTIALS_READY,
             False,
             WAITING_FOR_PARENT,
-            f"parent Glance {namespace}/{glance} (spec.glanceRef.name) does not exist",
+            f"parent Glance {namespace}/{glance} does not exist; the cluster this backend's "
+            "credentials belong on is unknown (spec.glanceRef.name)",
         )
     if _s3(backend) is None:
         return condition(
@@ -155,12 +160,19 @@ def store_options(backend: Mapping[str, Any], secrets: Secrets) -> dict[str, str
     namespace = _namespace(backend)
     secret = credentials_secret(backend)
     data = secrets.get(secret)
+    # The reference's words (secrets.GetSecretValue), then which Secret it is.
     if data is None:
-        raise BackendFault(f"S3 credentials Secret {namespace}/{secret} not found")
+        raise BackendFault(
+            f'getting Secret {namespace}/{secret}: secrets "{secret}" not found (the S3 '
+            "credentials Secret)"
+        )
     for key in S3_KEYS:
         if not data.get(key):
-            state = "is empty" if key in data else "not found"
-            raise BackendFault(f'key "{key}" {state} in S3 credentials Secret {namespace}/{secret}')
+            state = "key is empty" if key in data else "key not found"
+            raise BackendFault(
+                f'{state} in Secret: key "{key}" in Secret {namespace}/{secret} (the S3 '
+                "credentials Secret)"
+            )
     options = {
         "s3_store_host": _literal(str(s3.get("host", ""))),
         "s3_store_bucket": _literal(str(s3.get("bucket", ""))),
@@ -182,15 +194,9 @@ def store_options(backend: Mapping[str, Any], secrets: Secrets) -> dict[str, str
         options.setdefault(str(key), str(value))
     for key in sorted(options):
         if any(c in key for c in "\n\r"):
-            raise BackendFault(
-                f"option name {key!r} of store section [{name}] contains a newline or "
-                "carriage-return character"
-            )
+            raise BackendFault(f"{CONTROL_CHAR_IN_OPTION} (option name {key!r} of [{name}])")
         if any(c in options[key] for c in "\n\r"):
-            raise BackendFault(
-                f"option {key} of store section [{name}] contains a newline or carriage-return "
-                "character"
-            )
+            raise BackendFault(f"{CONTROL_CHAR_IN_OPTION} (option {key} of [{name}])")
     return options
 
 

@@ -105,6 +105,10 @@ CLUSTER_IP_IMMUTABLE = "ClusterIPImmutable"
 
 ALL_READY = "AllReady"
 NOT_ALL_READY = "NotAllReady"
+# The reference's Ready messages (internal/common/reconcile.SetAggregateReady); ours name
+# the sub-conditions in parentheses after.
+ALL_READY_MESSAGE = "All sub-conditions are ready"
+NOT_ALL_READY_MESSAGE = "One or more sub-conditions are not ready"
 
 NO_OWNED_KEYS_OVERRIDDEN = "NoOwnedKeysOverridden"
 OWNED_KEYS_OVERRIDDEN = "OwnedKeysOverridden"
@@ -166,10 +170,10 @@ def aggregate_ready(
     missing = [p for p in parts if p not in present]
     not_true = [p for p in parts if p in present and present[p]["status"] != TRUE]
     if not missing and not not_true:
-        return condition(READY, True, ALL_READY, "All conditions are ready")
+        return condition(READY, True, ALL_READY, ALL_READY_MESSAGE)
     detail = []
     if not_true:
         detail.append("not ready: " + ", ".join(not_true))
     if missing:
         detail.append("not yet reported: " + ", ".join(missing))
-    return condition(READY, False, NOT_ALL_READY, "; ".join(detail))
+    return condition(READY, False, NOT_ALL_READY, f"{NOT_ALL_READY_MESSAGE} ({'; '.join(detail)})")

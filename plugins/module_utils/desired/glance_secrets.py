@@ -119,6 +119,13 @@ def store_gate_message(glance: Mapping[str, Any], external: ExternalSecrets) -> 
     return f'{kind} "{name}" is not ready; upstream secret backend unreachable'
 
 
+# The reference's waiting messages (reconcile_secrets.go, CredentialGateSpec.WaitingMsg).
+ESO_WAITING = {
+    "database": "Waiting for ESO to sync database credentials from OpenBao",
+    "service-user": "Waiting for ESO to sync the Glance service-user password from OpenBao",
+}
+
+
 def external_secret_message(
     what: str, namespace: str, name: str, external: ExternalSecrets
 ) -> str | None:
@@ -128,7 +135,7 @@ def external_secret_message(
     if found is None:
         return f"{what.capitalize()} credentials ExternalSecret {namespace}/{name} not found yet"
     if not is_ready(found):
-        return f"Waiting for ESO to sync {what} credentials from OpenBao"
+        return ESO_WAITING[what]
     return None
 
 

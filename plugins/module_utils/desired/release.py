@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.go_duration import go_quote
+
 MIN_YEAR = 2010
 # Go's strconv.Atoi: an optional sign and ASCII digits, nothing else (no spaces, no "_").
 _ATOI = re.compile(r"[+-]?[0-9]+")
@@ -54,6 +56,28 @@ def parse_release(text: str) -> Release | None:
     if year < MIN_YEAR or minor not in (1, 2):
         return None
     return Release(year=year, minor=minor, patch=patch, raw=text)
+
+
+def release_parse_error(text: str) -> str | None:
+    """Why ``text`` is not a release, in the reference's words (``release.ParseRelease``),
+    or None when it parses."""
+    if not text:
+        return "empty release tag"
+    base, _, _ = text.partition("-")
+    parts = base.split(".")
+    if len(parts) != 2:
+        return f"invalid release format {go_quote(text)}: expected YYYY.N"
+    for part, what in ((parts[0], "year"), (parts[1], "minor version")):
+        if not _ATOI.fullmatch(part):
+            return (
+                f"invalid release {what} in {go_quote(text)}: strconv.Atoi: parsing "
+                f"{go_quote(part)}: invalid syntax"
+            )
+        if what == "year" and int(part) < MIN_YEAR:
+            return f"invalid release year {int(part)} in {go_quote(text)}: must be >= {MIN_YEAR}"
+    if int(parts[1]) not in (1, 2):
+        return f"invalid release minor version {int(parts[1])} in {go_quote(text)}: must be 1 or 2"
+    return None
 
 
 def is_upgrade(spec_release: str, installed_release: str) -> bool:

@@ -53,6 +53,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.keys i
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.release import (
     is_upgrade,
     parse_release,
+    release_parse_error,
 )
 
 EXPANDING = "Expanding"
@@ -81,8 +82,9 @@ RUNNING = "running"
 FAILED = "failed"
 COMPLETE = "complete"
 
-ROLLOUT_WAITING = "Waiting for the upgraded image to finish rolling out…"
-MIGRATE_COMPLETE = "Migrate complete, waiting for Deployment rollout"
+ROLLOUT_WAITING = (
+    "Waiting for the upgraded image to finish rolling out before contracting the database schema"
+)
 
 # Per phase: the reason while it runs, the reason when its Job failed and that failure's
 # event, the event when it is done, and the glance-manage command (for messages).
@@ -103,6 +105,8 @@ _DONE_EVENT = {
     CONTRACTING: c.EVENT_UPGRADE_COMPLETE,
 }
 _COMMAND = {EXPANDING: "db expand", MIGRATING: "db migrate", CONTRACTING: "db contract"}
+# The reference's name of each phase in its messages ("Expand phase running: ...").
+_NAME = {EXPANDING: "Expand", MIGRATING: "Migrate", CONTRACTING: "Contract"}
 
 
 @dataclass(frozen=True)
@@ -162,33 +166,28 @@ def is_sequential(installed: str, target: str) -> bool:
 
 
 def path_problem(installed: str, target: str) -> tuple[str, str] | None:
-    """Why the schema cannot go from ``installed`` to ``target``, or None."""
-    old, new = parse_release(installed), parse_release(target)
-    if old is None or new is None:
-        which = [
-            f'{field} "{value}"'
-            for field, value, parsed in (
-                ("spec.openStackRelease", target, new),
-                ("status.installedRelease", installed, old),
+    """Why the schema cannot go from ``installed`` to ``target``, or None. The messages are
+    the reference's (``InitiateUpgrade``), then what to change."""
+    for which, value in (("installed", installed), ("target", target)):
+        error = release_parse_error(value)
+        if error is not None:
+            return c.VERSION_PARSE_ERROR, (
+                f'failed to parse {which} release "{value}": {error}; the upgrade '
+                f"{transition(installed, target)} cannot be planned"
             )
-            if parsed is None
-        ]
-        return c.VERSION_PARSE_ERROR, (
-            f"Cannot plan the upgrade {transition(installed, target)}: "
-            f"{' and '.join(which)} is not a release of the form YYYY.N (N 1 or 2)"
-        )
+    old, new = parse_release(installed), parse_release(target)
     if new.series < old.series:
         return c.DOWNGRADE_NOT_SUPPORTED, (
-            f"Downgrade {transition(str(old), str(new))} is not supported: the database "
-            f"schema of {old} cannot be taken back; set spec.openStackRelease back to "
-            f"{installed} (and spec.image with it)"
+            f"downgrade from {old.raw} to {new.raw} is not supported: the database schema of "
+            f"{old} cannot be taken back; set spec.openStackRelease back to {installed} (and "
+            "spec.image with it)"
         )
     if not is_sequential(installed, target):
         year, minor = old.series
         following = f"{year}.2" if minor == 1 else f"{year + 1}.1"
         return c.UPGRADE_PATH_INVALID, (
-            f"Upgrade {transition(str(old), str(new))} skips a release: upgrades are "
-            f"sequential only, the next release after {old} is {following}; set "
+            f"upgrade from {old.raw} to {new.raw} is not sequential; only sequential upgrades "
+            f"are supported: the next release after {old} is {following}; set "
             f"spec.openStackRelease to {following} (and spec.image with it) first"
         )
     return None
@@ -205,10 +204,11 @@ def database_step(release: str, status: Mapping[str, Any] | None) -> Step:
             return Step(ABORT, phase, installed, target, check_image=False)
         if release != target:
             message = (
-                f"spec.openStackRelease changed to {release} while the upgrade "
-                f"{transition(installed, target)} is in phase {phase}: the upgrade neither "
-                f"advances nor restarts; set spec.openStackRelease to {target} to finish it "
-                f"or back to {installed} to abort it"
+                f"Spec release changed to {release} during active upgrade "
+                f"{transition(installed, target)}; complete or roll back the current upgrade "
+                f"first: it is in phase {phase} and neither advances nor restarts; set "
+                f"spec.openStackRelease to {target} to finish it or back to {installed} to "
+                "abort it"
             )
             return Step(TARGET_CHANGED, phase, installed, target, c.UPGRADE_TARGET_CHANGED, message)
         return Step(PHASE, phase, installed, target)
@@ -269,9 +269,13 @@ def refused_event(step: Step) -> dict[str, str]:
     return _event("Warning", event_reason, step.message)
 
 
-def rolling_update() -> dict[str, str]:
-    """DatabaseReady while the API Deployment rolls to the new release."""
-    return c.condition(c.DATABASE_READY, False, c.UPGRADE_ROLLING_UPDATE, MIGRATE_COMPLETE)
+def rolling_update(step: Step, migrated: bool = False) -> dict[str, str]:
+    """DatabaseReady while the API Deployment rolls to the new release; ``migrated``: on
+    the pass that finished the migrate phase."""
+    message = f"Waiting for Deployment rollout: {step.transition}"
+    if migrated:
+        message = f"Migrate complete, waiting for Deployment rollout: {step.transition}"
+    return c.condition(c.DATABASE_READY, False, c.UPGRADE_ROLLING_UPDATE, message)
 
 
 def rollout_converged(deployment: Mapping[str, Any] | None) -> bool:
@@ -310,20 +314,22 @@ def phase_outcome(
     if phase not in PHASE_JOBS:
         raise ValueError(f"phase {phase!r} runs no Job")
     command = _COMMAND[phase]
+    name = _NAME[phase]
     if job_state == RUNNING:
         return Outcome(
             c.condition(
                 c.DATABASE_READY,
                 False,
                 _IN_PROGRESS[phase],
-                f"Upgrade {step.transition}: running {command} (Job {job_name}, phase: {phase})",
+                f"{name} phase running: {step.transition} (glance-manage {command}, Job "
+                f"{job_name})",
             )
         )
     if job_state == FAILED:
         reason, event_reason = _FAILED[phase]
         detail = detail or "see its pod logs"
         message = (
-            f"Upgrade {step.transition}: {command} (Job {job_name}) failed: {detail}; fix the "
+            f"{name} job {job_name} failed: {detail}; upgrade {step.transition}: fix the "
             "cause and delete the Job to run it again (a change of the configuration, image "
             "or environment also re-runs it)"
         )
@@ -346,13 +352,13 @@ def phase_outcome(
         )
     following = NEXT_PHASE[phase]
     cond = (
-        rolling_update()
+        rolling_update(step, migrated=True)
         if following == ROLLING_UPDATE
         else c.condition(
             c.DATABASE_READY,
             False,
             _IN_PROGRESS[following],
-            f"Upgrade {step.transition}: {command} complete (phase: {following})",
+            f"Expand complete, starting migrate: {step.transition}",
         )
     )
     return Outcome(

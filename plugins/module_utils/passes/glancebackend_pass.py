@@ -99,6 +99,14 @@ def has_section(text: str, name: str) -> bool:
     return any(line.rstrip("\r") == wanted for line in text.split("\n"))
 
 
+# The reference's ConfigProjected messages (glancebackend_controller.go); ours say after
+# them what was found.
+PROJECTION_WAITING = (
+    "waiting for the Glance Deployment to mount this backend's rendered store section"
+)
+PROJECTED = "store section is rendered into the Glance Deployment's backends config"
+
+
 def config_projected(
     backend: Mapping[str, Any],
     parent_deployment: Mapping[str, Any] | None,
@@ -111,7 +119,9 @@ def config_projected(
     where = f"Deployment {namespace}/{glance}"
 
     def waiting(message: str) -> dict[str, str]:
-        return c.condition(c.CONFIG_PROJECTED, False, c.WAITING_FOR_PROJECTION, message)
+        return c.condition(
+            c.CONFIG_PROJECTED, False, c.WAITING_FOR_PROJECTION, f"{PROJECTION_WAITING}: {message}"
+        )
 
     if parent_deployment is None:
         return waiting(f"the Glance API {where} does not exist yet")
@@ -132,7 +142,8 @@ def config_projected(
         c.CONFIG_PROJECTED,
         True,
         c.CONFIG_PROJECTED_REASON,
-        f"[{name}] is in the backends Secret {namespace}/{secret_name} mounted by {where}",
+        f"{PROJECTED}: [{name}] is in the backends Secret {namespace}/{secret_name} mounted by "
+        f"{where}",
     )
 
 
@@ -186,7 +197,8 @@ def decide_backend_pass(
                     c.CONFIG_PROJECTED,
                     False,
                     c.WAITING_FOR_PROJECTION,
-                    f"parent Glance {namespace}/{_parent_name(backend)} does not exist",
+                    f"parent Glance {namespace}/{_parent_name(backend)} does not exist; nothing "
+                    "mounts this backend's rendered store section",
                 )
             )
     else:

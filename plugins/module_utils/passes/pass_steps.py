@@ -56,6 +56,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.decide i
 from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_state import (
     FINALIZER,
     REMOTE_CHILDREN_FINALIZER,
+    job_uid_suffix,
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.passes.probe import probe_health
 
@@ -75,6 +76,7 @@ APPLY_SPEC: dict[str, dict[str, Any]] = {
     "object": {"type": "dict", "required": True},
     "finalizer": {"type": "str", "choices": ["add", "remove"]},
     "finalizer_names": {"type": "list", "elements": "str", "default": [FINALIZER]},
+    "annotations": {"type": "dict", "default": {}},
     "target_cluster": {"type": "str"},
     "clusters_namespace": {"type": "str", "default": tc.DEFAULT_CLUSTERS_NAMESPACE},
     **CONNECTION_OPTIONS,
@@ -396,19 +398,54 @@ def finalizer_patch(
     return {"metadata": {"finalizers": wanted, "resourceVersion": reference["resource_version"]}}
 
 
+DEFERRED_REASONS = {"db-purge": "DBPurgeMetricEmissionDeferred"}
+"""The Warning event's reason when a finished Job's record cannot be written, by Job kind
+(the reference's); every other kind (db-sync, the upgrade phases) DBSyncMetricEmissionDeferred."""
+
+
+def record_finished(
+    client: Any, ref: Mapping[str, Any], annotations: Mapping[str, str], resource_version: str
+) -> list[dict[str, str]]:
+    """Patch the finished Jobs' UIDs onto the custom resource (``annotations``; at the
+    resourceVersion read, so a newer edit is never overwritten); the Warning events when
+    that failed. Best effort, as the reference's RecordJobTerminalState: a failure is no
+    failure of the pass, the next pass records them (and the runner counts them) then."""
+    patch = {"metadata": {"annotations": dict(annotations), "resourceVersion": resource_version}}
+    try:
+        client.patch(ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch)
+    except (*_ERRORS, Refused) as exc:
+        # The API server's words, as the reference's %v of the client's error gives them.
+        detail = exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
+        suffixes = sorted({job_uid_suffix(key) or key for key in annotations})
+        return [
+            {
+                "type": "Warning",
+                "reason": DEFERRED_REASONS.get(suffix, "DBSyncMetricEmissionDeferred"),
+                "message": f"Patching last-observed {suffix} Job UID failed; metric emission "
+                f"deferred to the next reconcile: {detail}",
+            }
+            for suffix in suffixes
+        ]
+    return []
+
+
 def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
     """The apply step (``plugins/modules/apply.py`` documents the result). The finalizers
     are patched on the custom resource, the actions written where its children live (the
-    target cluster ``target_cluster`` names, else the same cluster)."""
+    target cluster ``target_cluster`` names, else the same cluster); the finished Jobs'
+    record (``annotations``) is patched on the custom resource last."""
     ref = p["object"]
     writes = [a for a in p["actions"] if a.get("verb") != ap.NONE]
     patch = finalizer_patch(ref, p["finalizer"], p["finalizer_names"]) if p["finalizer"] else None
+    annotations = dict(p.get("annotations") or {})
     written: list[dict] = []
-    if check_mode or (not writes and patch is None):
+    if check_mode or (not writes and patch is None and not annotations):
         written = [{k: a.get(k) for k in ("verb", "kind", "name", "reason")} for a in writes]
-        return {"changed": bool(written or patch), "written": written, "api_requests": 0}
+        changed = bool(written or patch or annotations)
+        return {"changed": changed, "written": written, "api_requests": 0, "deferred": []}
     client = children = None
     current = None
+    deferred: list[dict[str, str]] = []
     finalizer = {"verb": "finalizer", "kind": ref["kind"], "name": ref["name"]}
     done = {"verb": f"{p['finalizer']}-finalizer", "kind": ref["kind"], "name": ref["name"]}
     try:
@@ -422,9 +459,15 @@ def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
                 p["clusters_namespace"],
                 float(p.get("request_timeout") or 30.0),
             ).client
+        resource_version = ref["resource_version"]
         if patch is not None and p["finalizer"] == "add":
             current = finalizer
-            client.patch(ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch)
+            answer = client.patch(
+                ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch
+            )
+            resource_version = ((answer or {}).get("metadata") or {}).get(
+                "resourceVersion", resource_version
+            )
             written.append(done)
         for action in writes:
             current = action
@@ -439,6 +482,10 @@ def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
             current = finalizer
             client.patch(ref["api_version"], ref["kind"], ref["name"], ref["namespace"], patch)
             written.append(done)
+        if annotations:
+            deferred = record_finished(client, ref, annotations, resource_version)
+            if not deferred:
+                written.append({"verb": "record", "kind": ref["kind"], "name": ref["name"]})
     except (*_ERRORS, Refused, tc.Unavailable) as exc:
         what = (
             f"{current['verb']} {current['kind']} {ref.get('namespace')}/{current['name']}"
@@ -455,6 +502,7 @@ def apply(p: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
         "changed": bool(written),
         "written": written,
         "api_requests": client.requests + _remote_requests(client, children),
+        "deferred": deferred,
     }
 
 

@@ -63,19 +63,20 @@ def owned_key_overrides(glance: Mapping[str, Any]) -> list[OwnedOverride]:
     return found
 
 
+NO_OVERRIDES_MESSAGE = "spec.extraConfig overrides no operator-owned keys"
+OVERRIDES_MESSAGE = "spec.extraConfig overrides operator-owned keys: "
+
+
 def extra_config_condition(glance: Mapping[str, Any]) -> dict[str, str]:
-    """The informational ``ExtraConfigHealthy`` condition."""
+    """The informational ``ExtraConfigHealthy`` condition, worded as the reference's."""
     overrides = owned_key_overrides(glance)
     if not overrides:
         return cond.condition(
-            cond.EXTRA_CONFIG_HEALTHY,
-            True,
-            cond.NO_OWNED_KEYS_OVERRIDDEN,
-            "spec.extraConfig overrides no key the operator manages",
+            cond.EXTRA_CONFIG_HEALTHY, True, cond.NO_OWNED_KEYS_OVERRIDDEN, NO_OVERRIDES_MESSAGE
         )
     return cond.condition(
         cond.EXTRA_CONFIG_HEALTHY,
         False,
         cond.OWNED_KEYS_OVERRIDDEN,
-        "; ".join(o.describe() for o in overrides),
+        OVERRIDES_MESSAGE + "; ".join(o.describe() for o in overrides),
     )

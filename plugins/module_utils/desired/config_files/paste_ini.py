@@ -64,9 +64,13 @@ _STATIC_PASTE_SECTIONS: dict[str, dict[str, str]] = {
 _CACHE_FILTER_SECTION = {_FILTER_FACTORY: "glance.api.middleware.cache:CacheFilter.factory"}
 
 
+# The reference's pipeline name in its renderer's errors (plugins.RenderPastePipeline).
+PIPELINE_NAME = "api"
+
+
 def _middleware_name_problem(name: str) -> str | None:
     if not name:
-        return "middleware name must not be empty"
+        return f'pipeline "{PIPELINE_NAME}" contains a MiddlewareSpec with an empty Name'
     if any(c.isspace() for c in name) or "[" in name or "]" in name:
         return (
             f"middleware name {name!r} must not contain whitespace or brackets: it is a "
@@ -94,24 +98,30 @@ def render_paste_ini(glance: Mapping[str, Any]) -> str:
         problem = _middleware_name_problem(name)
         if problem:
             raise ConfigError(f"{path}.name: {problem}")
+        # The reference's words (plugins.RenderPastePipeline), then the field path.
         if name in seen:
             raise ConfigError(
-                f'{path}.name: duplicate middleware name "{name}" '
+                f'{path}.name: duplicate middleware Name "{name}" in pipeline "{PIPELINE_NAME}" '
                 f"(spec.middleware[{seen[name]}] has it too)"
             )
         if cache and name == CACHE_FILTER:
             raise ConfigError(
-                f'{path}.name: "cache" is the operator\'s image cache filter while '
-                "spec.imageCache is set: rename this middleware"
+                f'{path}.name: duplicate middleware Name "cache" in pipeline "{PIPELINE_NAME}" '
+                "(the operator's image cache filter while spec.imageCache is set: rename this "
+                "middleware)"
             )
         seen[name] = i
         factory = middleware.get("filterFactory") or ""
         if not factory:
-            raise ConfigError(f"{path}.filterFactory: middleware filterFactory must not be empty")
+            raise ConfigError(
+                f'{path}.filterFactory: middleware "{name}" in pipeline "{PIPELINE_NAME}" has an '
+                "empty FilterFactory"
+            )
         position = middleware.get("position")
         if position not in MIDDLEWARE_POSITIONS:
             raise ConfigError(
-                f'{path}.position: unknown position "{_text(position)}": must be before or after'
+                f'{path}.position: middleware "{name}" in pipeline "{PIPELINE_NAME}" has '
+                f'unrecognised Position "{_text(position)}" (must be before or after)'
             )
         options: dict[str, str] = {}
         config = middleware.get("config") or {}

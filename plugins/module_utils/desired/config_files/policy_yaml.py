@@ -22,35 +22,46 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.i
 POLICY_CONFIGMAP_KEY = "policy.yaml"
 
 
+# The reference's words (buildPolicyYAML, policy.LoadPolicyFromConfigMap), then the field.
+LOADING = "loading policy from ConfigMap: "
+WHERE = " (spec.policyOverrides.configMapRef)"
+
+
 def _configmap_rules(glance: Mapping[str, Any], data: Mapping[str, str] | None) -> dict[str, str]:
     ref = _spec(glance)["policyOverrides"]["configMapRef"]
     namespace = (glance.get("metadata") or {}).get("namespace") or ""
-    where = f"spec.policyOverrides.configMapRef: ConfigMap {namespace}/{ref.get('name') or ''}"
+    name = ref.get("name") or ""
+    key = f"{namespace}/{name}"
     if data is None:
-        raise ConfigError(f"{where} not found")
+        raise ConfigError(f'{LOADING}getting ConfigMap {key}: configmaps "{name}" not found{WHERE}')
     if POLICY_CONFIGMAP_KEY not in data:
-        raise ConfigError(f"{where} has no key {POLICY_CONFIGMAP_KEY}")
+        raise ConfigError(
+            f'{LOADING}ConfigMap {key} does not contain key "{POLICY_CONFIGMAP_KEY}"{WHERE}'
+        )
+    parsing = f"{LOADING}parsing {POLICY_CONFIGMAP_KEY} from ConfigMap {key}: "
     try:
         parsed = yaml.safe_load(data[POLICY_CONFIGMAP_KEY] or "")
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
-        raise ConfigError(f"{where}: {POLICY_CONFIGMAP_KEY} is not valid YAML: {detail}") from exc
+        raise ConfigError(f"{parsing}not valid YAML: {detail}{WHERE}") from exc
     if parsed is None:
-        parsed = {}
-    if not isinstance(parsed, Mapping):
         raise ConfigError(
-            f"{where}: {POLICY_CONFIGMAP_KEY} must be a map of rule name to rule expression"
+            f'{LOADING}ConfigMap {key} key "{POLICY_CONFIGMAP_KEY}" is empty or parsed to nil'
+            f"{WHERE}"
         )
+    if not isinstance(parsed, Mapping):
+        raise ConfigError(f"{parsing}must be a map of rule name to rule expression{WHERE}")
     if not parsed:
-        raise ConfigError(f"{where}: {POLICY_CONFIGMAP_KEY} holds no rules")
+        # Ours: the reference renders an empty policy from an empty map.
+        raise ConfigError(f"{parsing}{POLICY_CONFIGMAP_KEY} holds no rules{WHERE}")
     rules = {}
-    for name, value in parsed.items():
-        if not isinstance(name, str) or not isinstance(value, str):
+    for rule, value in parsed.items():
+        if not isinstance(rule, str) or not isinstance(value, str):
             raise ConfigError(
-                f"{where}: {POLICY_CONFIGMAP_KEY}: rule {name!r} must map a rule name to a rule "
-                f"expression string, not {type(value).__name__}"
+                f"{parsing}rule {rule!r} must map a rule name to a rule expression string, "
+                f"not {type(value).__name__}{WHERE}"
             )
-        rules[name] = value
+        rules[rule] = value
     return rules
 
 

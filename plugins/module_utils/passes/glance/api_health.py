@@ -105,7 +105,7 @@ def health_condition(health: Health) -> tuple[dict[str, str], int | None]:
         return c.condition(c.GLANCE_API_READY, False, c.API_UNHEALTHY, message), REQUEUE_HEALTH
     detail = health.error or health.body or "no answer"
     reason, message = {
-        HEALTH_TIMEOUT: (c.HEALTH_CHECK_TIMEOUT, f"health check of {url} timed out"),
+        HEALTH_TIMEOUT: (c.HEALTH_CHECK_TIMEOUT, f"health check timed out: {url}"),
         HEALTH_DNS: (c.ENDPOINT_NOT_READY, f"endpoint not resolvable: {url}"),
         HEALTH_REFUSED: (c.CONNECTION_FAILED, f"connection failed: {url}: {detail}"),
     }.get(health.error_kind or "", (c.HEALTH_CHECK_FAILED, f"health check failed: {url}: {detail}"))

@@ -39,10 +39,18 @@ NP_NOT_CONFIGURED = "Network isolation is not configured"
 ROUTE_NOT_CONFIGURED = "External Glance API exposure via Gateway API is not configured"
 ROUTE_ACCEPTED = "HTTPRoute accepted by Gateway"
 ROUTE_NOT_ACCEPTED = "HTTPRoute not yet accepted by Gateway"
+# The reference's words, then ours: this operator probes again every minute (a restart is
+# not needed), and has no watch on a target cluster to restore (its drift-watch advice is
+# left out of the target cluster's message).
 ROUTE_NO_GATEWAY_API = (
     "spec.gateway is set but the gateway.networking.k8s.io/v1 HTTPRoute CRD is not installed "
-    "in this cluster; install Gateway API to enable external Glance API exposure (the "
-    "operator checks again every minute)"
+    "in this cluster; install Gateway API and restart the operator to enable external Glance "
+    "API exposure (or wait: the operator checks again every minute)"
+)
+ROUTE_NO_GATEWAY_API_TARGET = (
+    "spec.gateway is set but the target cluster does not serve the "
+    "gateway.networking.k8s.io/v1 HTTPRoute CRD; install Gateway API on the target cluster "
+    "(the operator re-checks on every reconcile)"
 )
 
 
@@ -105,10 +113,10 @@ def _http_route_step(p: _Pass, plan: Plan) -> None:
         if data is None:
             p.set(not_required)
         else:
+            target = (_spec(p.glance).get("targetClusterRef") or {}).get("name")
+            message = ROUTE_NO_GATEWAY_API_TARGET if target else ROUTE_NO_GATEWAY_API
             p.set(
-                c.condition(
-                    c.HTTPROUTE_READY, False, c.GATEWAY_API_NOT_INSTALLED, ROUTE_NO_GATEWAY_API
-                ),
+                c.condition(c.HTTPROUTE_READY, False, c.GATEWAY_API_NOT_INSTALLED, message),
                 REQUEUE_GATEWAY_PROBE,
             )
         return
@@ -165,6 +173,7 @@ def _db_purge_step(p: _Pass, plan: Plan) -> None:
     days = purge.get("retentionDays") or DEFAULT_RETENTION_DAYS
     name = db_purge_cronjob_name(_meta(p.glance)["name"])
     observed = ls.newest_terminal_job(p.live.jobs, name, ls.meta(live).get("uid"))
+    p.finished("db-purge", observed)
     failed = observed is not None and ls.job_state(observed) == ls.JOB_FAILED
     job_name = ls.meta(observed).get("name", "")
     if suspended:

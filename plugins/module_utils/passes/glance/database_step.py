@@ -31,6 +31,9 @@ DB_WAITING_FOR_BACKENDS = (
     "Waiting for a ready default backend before provisioning the database schema"
 )
 DB_SYNCED = "Database schema is up to date (revision verified)"
+# The reference's words (internal/common/database/flow.go); ours add the Job and the why.
+DB_SYNC_RUNNING = "db_sync job is running"
+DB_SYNC_FAILED = "db_sync job failed"
 DB_SYNCED_EVENT = "Database schema is up to date"
 
 
@@ -69,7 +72,7 @@ def _database_step(p: _Pass, plan: Plan) -> bool:
         return False
     if step.phase == upgrade.ROLLING_UPDATE:
         # No Job: the Deployment step rolls the API to the new release.
-        p.set(upgrade.rolling_update())
+        p.set(upgrade.rolling_update(step))
         return True
     return _phase_job(p, plan, step)
 
@@ -103,6 +106,7 @@ def _phase_job(p: _Pass, plan: Plan, step: upgrade.Step) -> bool:
     if action.error:
         _conflict(p, c.DATABASE_READY, action)
         return False
+    p.finished(_job_suffix(key), live)
     if action.reason in _PHASE_JOB_RUNNING:
         outcome = upgrade.phase_outcome(step.phase, upgrade.RUNNING, step, action.name)
         p.set(outcome.condition, _PHASE_JOB_RUNNING[action.reason])
@@ -127,6 +131,11 @@ def _phase_job(p: _Pass, plan: Plan, step: upgrade.Step) -> bool:
     return False
 
 
+def _job_suffix(key: str) -> str:
+    """The reference's name for a database Job's kind: ``db_expand_job`` -> ``db-expand``."""
+    return key.removesuffix("_job").replace("_", "-")
+
+
 def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
     """The steady-state db-sync Job; False stops the pass."""
     installed = str(p.existing_status.get("installedRelease") or "")
@@ -136,16 +145,20 @@ def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
     if action.error:
         _conflict(p, c.DATABASE_READY, action)
         return False
+    p.finished(_job_suffix(ok.DB_SYNC_JOB), p.live.get(ok.DB_SYNC_JOB))
     progress = {
-        ap.ABSENT: (f"Running the db-sync Job {name}", REQUEUE_DATABASE),
-        ap.JOB_RUNNING: (f"Waiting for the db-sync Job {name} to complete", REQUEUE_DATABASE),
+        ap.ABSENT: (f"{DB_SYNC_RUNNING}: creating the db-sync Job {name}", REQUEUE_DATABASE),
+        ap.JOB_RUNNING: (
+            f"{DB_SYNC_RUNNING}: waiting for the db-sync Job {name} to complete",
+            REQUEUE_DATABASE,
+        ),
         ap.RERUN: (
-            f"The pod template of the db-sync Job {name} changed (configuration, image or "
-            "environment): deleting the finished Job to run it again",
+            f"{DB_SYNC_RUNNING}: the pod template of the db-sync Job {name} changed "
+            "(configuration, image or environment): deleting the finished Job to run it again",
             REQUEUE_RECREATE,
         ),
         ap.DELETING: (
-            f"Waiting for the previous db-sync Job {name} to be deleted",
+            f"{DB_SYNC_RUNNING}: waiting for the previous db-sync Job {name} to be deleted",
             REQUEUE_RECREATE,
         ),
     }
@@ -159,8 +172,8 @@ def _db_sync(p: _Pass, plan: Plan, release: str) -> bool:
             c.DATABASE_READY,
             False,
             c.DB_SYNC_FAILED,
-            f"db-sync Job {name} failed: {detail}; it runs again when the configuration, the "
-            "image or the environment changes, or when the Job is deleted",
+            f"{DB_SYNC_FAILED}: Job {name} failed: {detail}; it runs again when the "
+            "configuration, the image or the environment changes, or when the Job is deleted",
         )
         if p.changed(cond):
             p.event("Warning", c.EVENT_DB_SYNC_FAILED, f"db_sync job failed: {detail}")

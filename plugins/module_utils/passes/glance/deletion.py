@@ -74,8 +74,9 @@ def _remote_deletion(
         since = max(first, ls.parse_time(_meta(glance_obj).get("deletionTimestamp")))
         if (ls.parse_time(now) - since).total_seconds() < abandon_after:
             message = (
-                f"{_unavailable_message(target, info)}; waiting at least "
-                f"{_duration(abandon_after)} before abandoning its children"
+                f"target cluster {target} does not resolve; waiting at least "
+                f"{_duration(abandon_after)} before abandoning its children "
+                f"({_unavailable_message(target, info)})"
             )
             return _target_unavailable(glance_obj, live, target, info, now, message)
         return PassResult(

@@ -36,6 +36,19 @@ from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.pass_sta
 )
 from ansible_collections.c5c3.glance.plugins.module_utils.passes.glance.report import _finish
 
+# The reference's messages (internal/common/database/flow.go, reconcile_database.go).
+MARIADB_DATABASE_NOT_READY = "MariaDB Database CR is not ready"
+MARIADB_USER_NOT_READY = "MariaDB User or Grant CR is not ready"
+
+
+def image_release_mismatch_message(tag: str, named: str, release: str) -> str:
+    """ImageReleaseMismatch: the image tag names release ``named``, the spec ``release``."""
+    return (
+        f'spec.image.tag "{tag}" names OpenStack release {named} but spec.openStackRelease is '
+        f'"{release}"; bump spec.image in lockstep with spec.openStackRelease (the database '
+        "schema follows the release)"
+    )
+
 
 def _unavailable_message(target: str, info: Mapping[str, Any] | None) -> str:
     return str((info or {}).get("error") or f'target cluster "{target}" was not resolved')
@@ -98,14 +111,17 @@ def _managed_database(p: _Pass, plan: Plan) -> bool:
         message = f'MariaDB cluster "{cluster}" is not ready'
         p.set(c.condition(c.DATABASE_READY, False, c.CLUSTER_NOT_READY, message), REQUEUE_DATABASE)
         return False
-    for keys in ((ok.MARIADB_DATABASE,), (ok.MARIADB_USER, ok.MARIADB_GRANT)):
+    for keys, not_ready in (
+        ((ok.MARIADB_DATABASE,), MARIADB_DATABASE_NOT_READY),
+        ((ok.MARIADB_USER, ok.MARIADB_GRANT), MARIADB_USER_NOT_READY),
+    ):
         waiting = _mariadb_resources(p, plan, keys)
         if waiting is None:
             return False
         if waiting:
             message = (
-                f"Waiting for the MariaDB {' and '.join(waiting)} to be ready (mariadb-operator, "
-                f'on the MariaDB "{cluster}")'
+                f"{not_ready}: waiting for the MariaDB {' and '.join(waiting)} to be ready "
+                f'(mariadb-operator, on the MariaDB "{cluster}")'
             )
             p.set(
                 c.condition(c.DATABASE_READY, False, c.WAITING_FOR_DATABASE, message),
@@ -121,10 +137,7 @@ def _image_matches(p: _Pass, spec: Mapping[str, Any], release: str) -> bool:
     named = image_release_mismatch(tag, release)
     if named is None:
         return True
-    message = (
-        f'spec.image.tag "{tag}" names release {named}, but spec.openStackRelease is '
-        f"{release}; change them together (the database schema follows the release)"
-    )
+    message = image_release_mismatch_message(tag, named, release)
     p.set(
         c.condition(c.DATABASE_READY, False, c.IMAGE_RELEASE_MISMATCH, message),
         REQUEUE_DATABASE,

@@ -29,6 +29,30 @@ REMOTE_CHILDREN_FINALIZER = "openstack.c5c3.io/remote-children"
 ADD = "add"
 REMOVE = "remove"
 
+# The reference's record of the last finished Job of each kind it counts (its
+# job.JobUIDAnnotationFormat): on the Glance, so it outlives the Job and the operator's
+# process. Suffixes: db-purge, db-sync and the upgrade phases' db-expand, db-migrate,
+# db-contract.
+JOB_UID_ANNOTATION = "cobaltcore.c5c3.io/last-{}-job-uid"
+
+
+def job_uid_annotation(suffix: str) -> str:
+    """The annotation recording the UID of the last finished ``suffix`` Job."""
+    return JOB_UID_ANNOTATION.format(suffix)
+
+
+def job_uid_suffix(annotation: str) -> str | None:
+    """The Job kind a :func:`job_uid_annotation` names (None for any other key)."""
+    head, tail = JOB_UID_ANNOTATION.split("{}")
+    if (
+        annotation.startswith(head)
+        and annotation.endswith(tail)
+        and len(annotation) > len(head + tail)
+    ):
+        return annotation[len(head) : -len(tail)]
+    return None
+
+
 # --- requeue intervals, seconds (reference-spec §2.3 "Requeue intervals") ---------------
 REQUEUE_NOW = 0  # upgrade initiation, phase steps, abort
 REQUEUE_RECREATE = 5  # after deleting an object to create it again; while one is deleted
@@ -80,6 +104,8 @@ class PassResult:
     finalizers: list[str] = field(default_factory=lambda: [FINALIZER])
     target_cluster: str | None = None
     plan: Plan | None = None
+    # job_uid_annotation(suffix) -> the UID of a finished Job the Glance does not record yet
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def writes(self) -> list[ap.Action]:
@@ -96,6 +122,7 @@ class PassResult:
             "finalizer": self.finalizer,
             "finalizers": list(self.finalizers),
             "target_cluster": self.target_cluster,
+            "annotations": dict(self.annotations),
         }
 
 
@@ -150,6 +177,7 @@ class _Pass:
         self.fields: dict[str, Any] = {}
         # Deletions beyond the desired objects' own (the phase Jobs of an aborted upgrade).
         self.extra_actions: list[ap.Action] = []
+        self.annotations: dict[str, str] = {}
         release = str(_spec(glance).get("openStackRelease") or "")
         self.upgrade = upgrade.database_step(release, status)
 
@@ -161,6 +189,17 @@ class _Pass:
 
     def event(self, type_: str, reason: str, message: str) -> None:
         self.events.append({"type": type_, "reason": reason, "message": message})
+
+    def finished(self, suffix: str, job: Mapping[str, Any] | None) -> None:
+        """Record ``job``, the Job of kind ``suffix`` this pass observed, on the Glance when
+        it has finished and the Glance does not name it yet (the reference's
+        RecordJobTerminalState: the runner counts its metrics from this record, once)."""
+        if ls.job_state(job) not in (ls.JOB_COMPLETE, ls.JOB_FAILED):
+            return
+        uid = str(ls.meta(job).get("uid") or "")
+        key = job_uid_annotation(suffix)
+        if uid and (_meta(self.glance).get("annotations") or {}).get(key) != uid:
+            self.annotations[key] = uid
 
     def changed(self, cond: Mapping[str, str]) -> bool:
         """``cond`` differs from the stored one of its type in status, reason or message."""

@@ -58,4 +58,5 @@ def _finish(p: _Pass, plan: Plan | None, now: datetime | str) -> PassResult:
         events=p.events,
         requeue_after=p.requeue_after,
         plan=plan,
+        annotations=p.annotations,
     )
