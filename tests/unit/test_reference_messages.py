@@ -893,6 +893,8 @@ PLUGINS_IMPACT = (
     "extraConfig bypasses the fixed decompression-before-conversion order, the output-format "
     "enum, and the property-name rules that keep an injected pair inside the oslo Dict syntax"
 )
+# The reference's registry (config_ownership.go), written out here rather than imported from
+# ours (owned_keys.py), as S3_OWNED below is glancebackend_webhook.go's: ours is what is checked.
 REJECTED_KEYS = [
     (
         "DEFAULT",
