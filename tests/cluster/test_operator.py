@@ -226,113 +226,6 @@ def test_the_api_pods_pass_their_rendered_probes(node, ready_glance):
     assert found["Ready"]["status"] == "True"
 
 
-def leader_metrics(node) -> str:
-    """The metrics page of the manager pod holding the Lease (the one that runs passes)."""
-    holder = get(node, "lease", "c5c3-glance-operator", "-n", OPERATOR_NAMESPACE)["spec"]
-    pods = get(node, "pods", "-n", OPERATOR_NAMESPACE, "-l", "control-plane=controller-manager")
-    [leader] = [
-        p
-        for p in pods["items"]
-        if holder.get("holderIdentity", "").startswith(p["metadata"]["name"])
-    ]
-    page = http("GET", f"http://{leader['status']['podIP']}:8080/metrics")
-    assert page.status == 200
-    return page.body.decode()
-
-
-def counted(page: str, series: str, result: str) -> float:
-    """``series{glance,namespace,result}`` of this Glance on a metrics page (0 when absent)."""
-    labels = f'glance="{GLANCE}",namespace="{NAMESPACE}",result="{result}"'
-    for line in page.splitlines():
-        if line.startswith(series + "{") and all(part in line for part in labels.split(",")):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
-PURGE_RECORD = "cobaltcore.c5c3.io/last-db-purge-job-uid"
-
-
-def test_a_real_purge_run_is_recorded_on_the_glance_and_counted_once(node, ready_glance, say):
-    """The CronJob controller runs the db-purge CronJob (``*/1 * * * *`` for one run); the
-    run's end wakes the Glance, whose pass reports it (``DBPurgeReady``) and records its UID
-    in ``cobaltcore.c5c3.io/last-db-purge-job-uid`` as the reference does; the runner counts
-    it in ``glance_operator_db_purge_total`` once, however many passes follow. The db-sync
-    Job is recorded the same way (``last-db-sync-job-uid``)."""
-    sync = get(node, "job", f"{GLANCE}-db-sync", "-n", NAMESPACE)
-    annotations = glance(node)["metadata"].get("annotations") or {}
-    assert annotations.get("cobaltcore.c5c3.io/last-db-sync-job-uid") == sync["metadata"]["uid"]
-    before = counted(leader_metrics(node), "glance_operator_db_purge_total", "succeeded")
-    patch = {"spec": {"dbPurge": {"schedule": "*/1 * * * *"}}}
-    node.kubectl(
-        "patch", "glance", GLANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
-    )
-
-    def purge_runs() -> list[dict[str, Any]]:
-        jobs = get(node, "jobs", "-n", NAMESPACE)["items"]
-        return [
-            j
-            for j in jobs
-            if any(
-                o.get("kind") == "CronJob" and o.get("name") == f"{GLANCE}-db-purge"
-                for o in j["metadata"].get("ownerReferences") or []
-            )
-        ]
-
-    started = time.monotonic()
-    [run] = wait_until("the CronJob controller started a purge run", purge_runs, 150, 2)
-    # Back to the default schedule at once: this run is the only one.
-    patch = {"spec": {"dbPurge": {"schedule": None}}}
-    node.kubectl(
-        "patch", "glance", GLANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
-    )
-    uid = run["metadata"]["uid"]
-    wait_until(
-        "the Glance records the finished run",
-        lambda: (glance(node)["metadata"].get("annotations") or {}).get(PURGE_RECORD) == uid,
-        180,
-        1,
-    )
-    say(
-        f"[cluster] purge run {run['metadata']['name']} recorded {time.monotonic() - started:.0f}s after the schedule"
-    )
-    finished = get(node, "job", run["metadata"]["name"], "-n", NAMESPACE)
-    assert finished["status"].get("succeeded") == 1, finished["status"]
-    purge = conditions(glance(node))["DBPurgeReady"]
-    assert (purge["status"], purge["reason"]) == ("True", "DBPurgeScheduled"), purge
-    wait_until(
-        "the run is counted",
-        lambda: (
-            counted(leader_metrics(node), "glance_operator_db_purge_total", "succeeded")
-            == before + 1
-        ),
-        60,
-        1,
-    )
-    # A pass after the record (a spec change wakes one) counts nothing again.
-    generation = glance(node)["metadata"]["generation"]
-    node.kubectl(
-        "patch",
-        "glance",
-        GLANCE,
-        "-n",
-        NAMESPACE,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"dbPurge": {"retentionDays": 31}}}),
-    )
-    wait_until(
-        "a pass over the new generation",
-        lambda: glance(node)["status"].get("observedGeneration", 0) > generation,
-        120,
-        1,
-    )
-    assert [j["metadata"]["uid"] for j in purge_runs()] == [uid]  # one run: the one counted
-    page = leader_metrics(node)
-    assert counted(page, "glance_operator_db_purge_total", "succeeded") == before + 1
-    assert counted(page, "glance_operator_db_purge_total", "failed") == 0
-    assert (glance(node)["metadata"].get("annotations") or {}).get(PURGE_RECORD) == uid
-
-
 # --- 4. an image through the Service --------------------------------------------------------
 
 
@@ -456,6 +349,105 @@ def test_a_default_flip_rolls_the_pods_while_the_api_keeps_answering(
 
 
 # --- 6. deletion ----------------------------------------------------------------------------
+
+
+def leader_metrics(node) -> str:
+    """The metrics page of the manager pod holding the Lease (the one that runs passes)."""
+    holder = get(node, "lease", "c5c3-glance-operator", "-n", OPERATOR_NAMESPACE)["spec"]
+    pods = get(node, "pods", "-n", OPERATOR_NAMESPACE, "-l", "control-plane=controller-manager")
+    [leader] = [
+        p
+        for p in pods["items"]
+        if holder.get("holderIdentity", "").startswith(p["metadata"]["name"])
+    ]
+    page = http("GET", f"http://{leader['status']['podIP']}:8080/metrics")
+    assert page.status == 200
+    return page.body.decode()
+
+
+def counted(page: str, series: str, result: str) -> float:
+    """``series{glance,namespace,result}`` of this Glance on a metrics page (0 when absent)."""
+    labels = f'glance="{GLANCE}",namespace="{NAMESPACE}",result="{result}"'
+    for line in page.splitlines():
+        if line.startswith(series + "{") and all(part in line for part in labels.split(",")):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+PURGE_RECORD = "cobaltcore.c5c3.io/last-db-purge-job-uid"
+
+
+def test_a_real_purge_run_is_recorded_on_the_glance_and_counted_once(node, ready_glance, say):
+    """The CronJob controller runs the db-purge CronJob (``*/1 * * * *`` for one run); the
+    run's end wakes the Glance, whose pass reports it (``DBPurgeReady``) and records its UID
+    in ``cobaltcore.c5c3.io/last-db-purge-job-uid`` as the reference does; the runner counts
+    it in ``glance_operator_db_purge_total`` once, however many passes follow. The db-sync
+    Job is recorded the same way (``last-db-sync-job-uid``)."""
+    sync = get(node, "job", f"{GLANCE}-db-sync", "-n", NAMESPACE)
+    annotations = glance(node)["metadata"].get("annotations") or {}
+    assert annotations.get("cobaltcore.c5c3.io/last-db-sync-job-uid") == sync["metadata"]["uid"]
+    before = counted(leader_metrics(node), "glance_operator_db_purge_total", "succeeded")
+    patch = {"spec": {"dbPurge": {"schedule": "*/1 * * * *"}}}
+    node.kubectl(
+        "patch", "glance", GLANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
+    )
+
+    def purge_runs() -> list[dict[str, Any]]:
+        jobs = get(node, "jobs", "-n", NAMESPACE)["items"]
+        return [
+            j
+            for j in jobs
+            if any(
+                o.get("kind") == "CronJob" and o.get("name") == f"{GLANCE}-db-purge"
+                for o in j["metadata"].get("ownerReferences") or []
+            )
+        ]
+
+    started = time.monotonic()
+    [run] = wait_until("the CronJob controller started a purge run", purge_runs, 150, 2)
+    # Back to the default schedule at once: this run is the only one.
+    patch = {"spec": {"dbPurge": {"schedule": None}}}
+    node.kubectl(
+        "patch", "glance", GLANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
+    )
+    uid = run["metadata"]["uid"]
+    wait_until(
+        "the Glance records the finished run",
+        lambda: (glance(node)["metadata"].get("annotations") or {}).get(PURGE_RECORD) == uid,
+        180,
+        1,
+    )
+    say(
+        f"[cluster] purge run {run['metadata']['name']} recorded {time.monotonic() - started:.0f}s after the schedule"
+    )
+    finished = get(node, "job", run["metadata"]["name"], "-n", NAMESPACE)
+    assert finished["status"].get("succeeded") == 1, finished["status"]
+    purge = conditions(glance(node))["DBPurgeReady"]
+    assert (purge["status"], purge["reason"]) == ("True", "DBPurgeScheduled"), purge
+    wait_until(
+        "the run is counted",
+        lambda: (
+            counted(leader_metrics(node), "glance_operator_db_purge_total", "succeeded")
+            == before + 1
+        ),
+        60,
+        1,
+    )
+    # The pass of the schedule's restore and any after it count nothing again.
+    wait_until(
+        "the schedule's restore observed",
+        lambda: (
+            glance(node)["status"].get("observedGeneration")
+            == glance(node)["metadata"]["generation"]
+        ),
+        120,
+        1,
+    )
+    assert [j["metadata"]["uid"] for j in purge_runs()] == [uid]  # one run: the one counted
+    page = leader_metrics(node)
+    assert counted(page, "glance_operator_db_purge_total", "succeeded") == before + 1
+    assert counted(page, "glance_operator_db_purge_total", "failed") == 0
+    assert (glance(node)["metadata"].get("annotations") or {}).get(PURGE_RECORD) == uid
 
 
 def test_deleting_the_glance_releases_the_finalizer_and_leaves_nothing(node, ready_glance):

@@ -238,7 +238,7 @@ def test_a_failed_phase_a_moved_target_and_the_abort(api):
     assert failed.requeue_after is None
     got = database(api)
     assert got[:2] == ("False", "ExpandFailed")
-    assert "Job glance-db-expand) failed: BackoffLimitExceeded" in got[2]
+    assert "Expand job glance-db-expand failed: BackoffLimitExceeded" in got[2]
     assert events.new() == [("Normal", "UpgradeInitiated"), ("Warning", "ExpandFailed")]
     assert phase(api)[2] == "Expanding"
 
