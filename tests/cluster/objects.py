@@ -34,8 +34,12 @@ def pod_ready(pod: dict[str, Any]) -> bool:
 
 
 def glance_pods(node, namespace: str, glance: str) -> list[dict[str, Any]]:
-    """The API pods of the Glance ``glance`` (not its Jobs')."""
-    selector = f"app.kubernetes.io/name=glance,app.kubernetes.io/instance={glance}"
+    """The API pods of the Glance ``glance`` (not its Jobs': a db-purge run's pod carries the
+    name and instance labels too, so the component is what tells them apart)."""
+    selector = (
+        f"app.kubernetes.io/name=glance,app.kubernetes.io/instance={glance},"
+        "app.kubernetes.io/component=api"
+    )
     return get(node, "pods", "-n", namespace, "-l", selector)["items"]
 
 
