@@ -298,6 +298,23 @@ def job_status(state: str, message: str = "") -> dict[str, Any]:
     return {"conditions": [cond]}
 
 
+def purge_run(name: str, state: str, created: str, cronjob_uid: str) -> dict:
+    """A finished (or running) run ``name`` of the Glance's db-purge CronJob."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "namespace": "openstack",
+            "creationTimestamp": created,
+            "labels": {"app.kubernetes.io/name": "glance", "app.kubernetes.io/instance": "glance"},
+            "ownerReferences": [owner_ref(cronjob_uid, kind="CronJob", name="glance-db-purge")],
+        },
+        "status": job_status(state),
+    }
+
+
 def route_status(accepted: bool, generation: int = 1) -> dict[str, Any]:
     return {
         "parents": [

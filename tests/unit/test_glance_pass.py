@@ -20,9 +20,9 @@ from support.cluster import (
     Reconciler,
     default_secrets,
     glance_object,
-    job_status,
     owner_ref,
     plan_inputs,
+    purge_run,
     secret,
     stored,
 )
@@ -877,22 +877,6 @@ def test_a_route_the_gateway_does_not_accept_polls():
     assert reasons(r)[c.HTTPROUTE_READY] == ("False", c.HTTPROUTE_NOT_ACCEPTED)
     assert result.requeue_after == 10
     assert r.glance["status"]["endpoint"] == "https://images.example.com/"
-
-
-def purge_run(name: str, state: str, created: str, cronjob_uid: str) -> dict:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "namespace": "openstack",
-            "creationTimestamp": created,
-            "labels": {"app.kubernetes.io/name": "glance", "app.kubernetes.io/instance": "glance"},
-            "ownerReferences": [owner_ref(cronjob_uid, kind="CronJob", name="glance-db-purge")],
-        },
-        "status": job_status(state),
-    }
 
 
 def test_a_failed_purge_run_turns_db_purge_false_and_warns_once():

@@ -46,9 +46,8 @@ from support.cluster import (
     b64,
     default_secrets,
     glance_object,
-    job_status,
-    owner_ref,
     plan_inputs,
+    purge_run,
     stored,
 )
 from support.crd_rule_cases import RULES
@@ -1650,19 +1649,7 @@ def purge_failed() -> str:
     r.converge()
     uid = r.cluster.get("CronJob", "glance-db-purge")["metadata"]["uid"]
     name = "glance-db-purge-29000000"
-    r.cluster.objects[("Job", name)] = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "namespace": "openstack",
-            "creationTimestamp": "2026-03-02T00:01:00Z",
-            "labels": {"app.kubernetes.io/name": "glance", "app.kubernetes.io/instance": "glance"},
-            "ownerReferences": [owner_ref(uid, kind="CronJob", name="glance-db-purge")],
-        },
-        "status": job_status("Failed"),
-    }
+    r.cluster.objects[("Job", name)] = purge_run(name, "Failed", "2026-03-02T00:01:00Z", uid)
     r.run_pass(HEALTHY)
     return said(r, c.DB_PURGE_READY)
 
