@@ -8,7 +8,9 @@ and the controllers would write. Every process started here is stopped in ``stop
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import datetime
 import json
 import os
 import shutil
@@ -241,6 +243,7 @@ class KubeApiServer:
                 "--audit-log-mode=blocking",
                 "--audit-log-maxsize=0",
             ]
+        self._apiserver_argv += ["--client-ca-file", str(self._client_ca())]
         self._spawn("kube-apiserver", self._apiserver_argv)
         self.client = Client(f"https://127.0.0.1:{api_port}", self.token)
         self._wait_ready(timeout)
@@ -274,24 +277,62 @@ class KubeApiServer:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return json.loads(answer.read())
 
-    def write_kubeconfig(self, path: Path, namespace: str | None = None) -> Path:
-        """A kubeconfig for the admin token, as clients outside the tests would use one.
+    def _client_ca(self) -> Path:
+        """A CA the server trusts for client certificates (``--client-ca-file``); its key
+        stays in memory, for ``client_certificate``."""
+        from runner.endpoints import certificates
+
+        now = datetime.datetime.now(datetime.UTC)
+        self._validity = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
+        self._ca = certificates.make_ca("c5c3-glance test client CA", *self._validity)
+        path = self.workdir / "client-ca.crt"
+        path.write_bytes(certificates.cert_pem(self._ca[0]))
+        return path
+
+    def client_certificate(self, user: str, group: str | None = None) -> tuple[bytes, bytes]:
+        """A client certificate of ``user`` (in ``group``) the server accepts: PEM
+        certificate and key."""
+        from cryptography.x509.oid import ExtendedKeyUsageOID
+
+        from runner.endpoints import certificates
+
+        cert, key = certificates.issue(
+            *self._ca,
+            user,
+            *self._validity,
+            organization=group,
+            usages=(ExtendedKeyUsageOID.CLIENT_AUTH,),
+        )
+        return certificates.cert_pem(cert), certificates.key_pem(key)
+
+    def serving_ca(self) -> bytes:
+        """The CA of the serving certificate kube-apiserver made itself in its cert dir
+        (the certificate is followed by the CA that signed it, for 127.0.0.1)."""
+        return (self.workdir / "certs" / "apiserver.crt").read_bytes()
+
+    def write_kubeconfig(
+        self, path: Path, namespace: str | None = None, user: dict[str, Any] | None = None
+    ) -> Path:
+        """A kubeconfig for the admin token, as clients outside the tests would use one;
+        ``user``: another kubeconfig user entry, on a cluster entry that verifies the
+        server against ``serving_ca`` (given as ``certificate-authority-data``).
 
         The serving certificate is the throwaway one kube-apiserver generates in its
-        cert dir, so the kubeconfig skips verification (loopback only)."""
+        cert dir, so the admin kubeconfig skips verification (loopback only)."""
         context: dict[str, Any] = {"cluster": "envtest", "user": "admin"}
         if namespace:
             context["namespace"] = namespace
+        cluster: dict[str, Any] = {"server": self.client.base_url, "insecure-skip-tls-verify": True}
+        if user is not None:
+            cluster = {
+                "server": self.client.base_url,
+                "certificate-authority-data": base64.b64encode(self.serving_ca()).decode(),
+            }
         doc = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [
-                {
-                    "name": "envtest",
-                    "cluster": {"server": self.client.base_url, "insecure-skip-tls-verify": True},
-                }
-            ],
-            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "clusters": [{"name": "envtest", "cluster": cluster}],
+            "users": [{"name": "admin", "user": user or {"token": self.token}}],
             "contexts": [{"name": "envtest", "context": context}],
             "current-context": "envtest",
         }

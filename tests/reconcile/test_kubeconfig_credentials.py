@@ -11,6 +11,7 @@ token, the harness's token auth file) and counts its runs.
 
 from __future__ import annotations
 
+import base64
 import json
 import stat
 import sys
@@ -18,8 +19,9 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from support.api_env import sample_documents
+from support.api_env import api_env, sample_documents
 from support.connect_proxy import ConnectProxy
 from support.playbook_run import run_playbook
 
@@ -179,5 +181,48 @@ def test_a_token_from_an_exec_plugin_that_the_server_rejects_fails_the_pass(api,
     assert any("401" in failure and "Unauthorized" in failure for failure in run.failures), (
         run.failures
     )
-    assert runs.read_text().count("\n") == 1
+    # at load, and once more for the 401 (client-go's exec authenticator); the plugin gave
+    # the same token, so the request was not sent again
+    assert runs.read_text().count("\n") == 2
     assert "finalizers" not in api.get("Glance", "glance")["metadata"]
+
+
+@pytest.fixture
+def real_api(request, tmp_path):
+    """The session's kube-apiserver (client certificates: the double verifies none)."""
+    yield from api_env("kube-apiserver", request, tmp_path, "reconcile")
+
+
+@pytest.mark.integration
+def test_a_pass_with_a_data_client_certificate_leaves_no_key_in_tmpdir(real_api, request, tmp_path):
+    """The issue's finding: a kubeconfig with ``client-key-data`` (kind's; every
+    target-cluster registration's) made each step write the key into ``$TMPDIR``, to be
+    removed at exit, which Ansible's forked workers never reach. The pass here runs as
+    ``ansible-playbook`` does, authenticated by the certificate alone (no token anywhere),
+    with a ``TMPDIR`` of its own: afterwards nothing there holds the key."""
+    server = request.getfixturevalue("real_apiserver")
+    real_api.create_all(sample_documents())
+    cert, key = server.client_certificate("cert-admin", "system:masters")
+    kubeconfig = server.write_kubeconfig(
+        tmp_path / "cert-kubeconfig",
+        user={
+            "client-certificate-data": base64.b64encode(cert).decode(),
+            "client-key-data": base64.b64encode(key).decode(),
+        },
+    )
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    run = run_playbook(
+        "glance.yml",
+        {"glance_name": "glance", "glance_namespace": real_api.namespace},
+        kubeconfig=kubeconfig,
+        env={"TMPDIR": str(scratch)},
+    )
+    assert run.ok, f"{run.failures}\n{run.stdout[-3000:]}"
+    assert run.step_actions == [GATHER, APPLY, REPORT]
+    assert real_api.get("Job", "glance-db-sync") is not None  # written as cert-admin
+    left = sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*"))
+    assert not [name for name in left if name.startswith("c5c3-glance-kube-")], left
+    body = key.split(b"-----")[2].strip()  # the key's base64, whatever the PEM line ends
+    holding = [p for p in scratch.rglob("*") if p.is_file() and body[:64] in p.read_bytes()]
+    assert holding == [], holding

@@ -14,6 +14,7 @@ pass's (which reads the target cluster: the playbooks' side).
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
@@ -289,17 +290,24 @@ def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
     real kube-apiserver, the target another: the Glance converges with its children in
     the target; losing its registration is reported at once (the registration watch), and
     getting it back converges again; deleting the Glance sweeps the target, and the
-    runner does not release the finalizer under a deletion pass that waits."""
+    runner does not release the finalizer under a deletion pass that waits.
+
+    The registration carries a client certificate and key as ``-data`` (as most do): no
+    pass of the runner leaves the key in its ``TMPDIR`` (a pod's /tmp)."""
     api = real_api
     c = Clusters(api, target_apiserver, tmp_path)
     c.scene()
-    c.register()
+    registration = c.kubeconfig(certificate=True)
+    c.register(kubeconfig=registration)
+    runner_tmp = tmp_path / "runner-tmp"
+    runner_tmp.mkdir()
     runner = RunnerProcess(
         api,
         tmp_path,
         env={
             "WATCH_NAMESPACE": f"{api.namespace},{c.clusters_namespace}",
             "CLUSTERS_NAMESPACE": c.clusters_namespace,
+            "TMPDIR": str(runner_tmp),
         },
     ).start()
     try:
@@ -351,7 +359,7 @@ def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
             timeout=60,
             what="a backend pass woken by its parent's registration's deletion",
         )
-        c.register()
+        c.register(kubeconfig=registration)
         wait_until(
             lambda: c.secrets_ready().get("status") == "True",
             timeout=60,
@@ -377,3 +385,9 @@ def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
         )
     finally:
         runner.close()
+    targeted = len(passes(runner, "glance")) + len(passes(runner, "glancebackend"))
+    key = base64.b64decode(registration["users"][0]["user"]["client-key-data"])
+    body = key.split(b"-----")[2].strip()[:64]
+    holding = [p for p in runner_tmp.rglob("*") if p.is_file() and body in p.read_bytes()]
+    assert holding == [], f"{len(holding)} files hold the key after {targeted} passes"
+    assert targeted >= 10

@@ -64,10 +64,19 @@ class Clusters:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
             )
 
-    def kubeconfig(self) -> dict:
-        """An inline kubeconfig of the target: its bearer token and its own serving
-        certificate as the CA (kube-apiserver's self-signed one, for 127.0.0.1)."""
-        ca = (self.server.workdir / "certs" / "apiserver.crt").read_bytes()
+    def kubeconfig(self, certificate: bool = False) -> dict:
+        """An inline kubeconfig of the target: its bearer token (``certificate``: a client
+        certificate and key as ``-data`` instead, of a ``system:masters`` user) and its
+        own serving certificate as the CA (kube-apiserver's self-signed one, for
+        127.0.0.1)."""
+        ca = self.server.serving_ca()
+        user: dict[str, str] = {"token": self.server.token}
+        if certificate:
+            cert, key = self.server.client_certificate("glance-operator", "system:masters")
+            user = {
+                "client-certificate-data": base64.b64encode(cert).decode(),
+                "client-key-data": base64.b64encode(key).decode(),
+            }
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -80,7 +89,7 @@ class Clusters:
                     },
                 }
             ],
-            "users": [{"name": "glance-operator", "user": {"token": self.server.token}}],
+            "users": [{"name": "glance-operator", "user": user}],
             "contexts": [
                 {"name": "edge", "context": {"cluster": "edge", "user": "glance-operator"}}
             ],

@@ -3,20 +3,23 @@ the in-cluster service account, and the settings it refuses rather than ignores.
 
 The kubeconfig is read by ``kube_config`` (our own, no ``kubernetes`` package) into a
 ``Connection``; these tests check what lands in it (the CA as ``ca_file`` or ``ca_data``,
-client certificates as files, ``-data`` ones written to private files it names in
-``cert_file`` and ``key_file``; the credential through ``authorization()``) and the errors."""
+client certificates as the files' paths, ``-data`` ones held in memory as ``cert_data`` and
+``key_data``, never written anywhere; the credential through ``authorization()``) and the
+errors."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import ssl
 import stat
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from support.tls import make_server_tls
 
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_client as kc
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_config
@@ -426,7 +429,8 @@ def test_importing_and_using_the_client_does_not_import_the_kubernetes_package(t
     import subprocess
 
     root = Path(__file__).resolve().parents[2]
-    path = kubeconfig(tmp_path / "kc", cluster_extra={"certificate-authority-data": b64(b"CA")})
+    ca = make_server_tls(tmp_path / "tls").ca_pem
+    path = kubeconfig(tmp_path / "kc", cluster_extra={"certificate-authority-data": b64(ca)})
     code = (
         "import sys\n"
         "from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_client as kc\n"
@@ -440,20 +444,49 @@ def test_importing_and_using_the_client_does_not_import_the_kubernetes_package(t
     assert out.stdout.strip() == "[]"
 
 
-def test_data_credentials_are_written_to_private_files(tmp_path):
+def client_pair(tmp_path: Path) -> tuple[bytes, bytes]:
+    """A real client certificate and key (PEM): OpenSSL checks that they belong together."""
+    tls = make_server_tls(tmp_path / "client")
+    return tls.cert_file.read_bytes(), tls.key_file.read_bytes()
+
+
+@pytest.mark.parametrize("memfd", [True, False], ids=["memfd", "no-memfd"])
+def test_data_credentials_stay_in_memory_and_leave_nothing_on_disk(tmp_path, monkeypatch, memfd):
+    """``client-key-data`` is never written where it stays: the connection holds it in
+    memory (and not in its repr), and the client loads it into its TLS context from an
+    anonymous memory file, or, on a system without one, from a private directory it
+    removes in the same call. Nothing is left in ``TMPDIR`` either way."""
+    cert, key = client_pair(tmp_path)
     path = kubeconfig(
         tmp_path / "kc",
-        user={"client-certificate-data": b64(b"CERT PEM"), "client-key-data": b64(b"KEY PEM")},
+        user={"client-certificate-data": b64(cert), "client-key-data": b64(key)},
     )
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    if not memfd:
+        monkeypatch.delattr(os, "memfd_create")
     conn = kc.load_connection(str(path))
-    assert (read(conn.cert_file), read(conn.key_file)) == (b"CERT PEM", b"KEY PEM")
-    for name in (conn.cert_file, conn.key_file):
-        assert stat.S_IMODE(os.stat(name).st_mode) == 0o600
-        assert stat.S_IMODE(os.stat(Path(name).parent).st_mode) == 0o700
-    # loaded again (a target cluster's client made again): the same files, no new ones
-    again = kc.load_connection(str(path))
-    assert (again.cert_file, again.key_file) == (conn.cert_file, conn.key_file)
+    assert (conn.cert_data, conn.key_data, conn.cert_file, conn.key_file) == (cert, key, None, None)
+    assert conn.client_certificate() == (cert, key)
+    assert key.decode() not in repr(conn) and "key_data" not in repr(conn)
     assert conn.authorization() is None  # the certificate alone authenticates
+    client = kc.KubeClient(conn)
+    assert isinstance(client._pool.connection_pool_kw["ssl_context"], ssl.SSLContext)
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_client_key_that_does_not_fit_names_the_connection(tmp_path):
+    cert, _ = client_pair(tmp_path)
+    _, other_key = client_pair(tmp_path / "other")
+    path = kubeconfig(
+        tmp_path / "kc",
+        user={"client-certificate-data": b64(cert), "client-key-data": b64(other_key)},
+    )
+    with pytest.raises(
+        kc.KubeConfigError, match=r"context c\): the client certificate and key cannot be loaded"
+    ):
+        kc.KubeClient.from_environment(str(path))
 
 
 def test_invalid_base64_data_names_the_field(tmp_path):
@@ -561,7 +594,8 @@ def test_an_exec_plugin_may_answer_with_a_client_certificate(tmp_path):
             )
         )
     )
-    assert (read(conn.cert_file), read(conn.key_file)) == (b"CERT PEM\n", b"KEY PEM\n")
+    assert conn.client_certificate() == (b"CERT PEM\n", b"KEY PEM\n")
+    assert (conn.cert_file, conn.key_file, conn.cert_data) == (None, None, None)
     assert conn.authorization() is None
 
 
@@ -741,3 +775,17 @@ def test_an_oidc_user_gets_its_id_token_through_kubernetes_config(tmp_path):
     }
     client = client_for(tmp_path, user)
     assert client._auth_headers() == {"Authorization": f"Bearer {jwt}"}
+
+
+def test_an_oidc_user_without_the_kubernetes_package_is_told_what_to_do(tmp_path, monkeypatch):
+    """The operator image leaves ``kubernetes`` out (its one use is this workstation
+    credential): such a user is refused naming the package and the way round it."""
+    for name in [m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # import kubernetes: ImportError
+    user = {"auth-provider": {"name": "oidc", "config": {"id-token": "x.y.z"}}}
+    with pytest.raises(
+        kc.KubeConfigError,
+        match="auth-provider oidc needs the kubernetes Python package, which is not installed",
+    ):
+        client_for(tmp_path, user)

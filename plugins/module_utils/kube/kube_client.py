@@ -17,25 +17,49 @@ certificates, TLS settings, proxies) is ``kube_config``'s; its names are importa
 here as before (``load_connection``, ``Connection``, ``KubeConfigError``...).
 
 What a request does: the ``Authorization`` header the connection's credential gives now
-(an expired exec token or a changed token file is renewed first), ``User-Agent``
-``c5c3-glance``, ``Accept`` as asked; a dict or list body is sent as JSON, a str or bytes
-body as it is, each with the content type given (server-side apply sends JSON as
-``application/apply-patch+yaml``: JSON is YAML). Timeouts are urllib3's: one number for
-the whole request, or (connect, read) for a watch. Transport failures (refused, reset,
-TLS) become ``ConnectionError``, an ``OSError`` as the callers expect of an API server
-that is away; a non-2xx answer is ``ApiError`` for ``request`` and returned as it is by
-``raw``. A watch is a streamed response split into lines here.
+(an expired exec token or a changed token file is renewed first), the kubeconfig's
+impersonation headers, ``User-Agent`` ``c5c3-glance``, ``Accept`` as asked; a dict or list
+body is sent as JSON, a str or bytes body as it is, each with the content type given
+(server-side apply sends JSON as ``application/apply-patch+yaml``: JSON is YAML). Timeouts
+are urllib3's: one number for the whole request, or (connect, read) for a watch. Transport
+failures (refused, reset, TLS) become ``ConnectionError``, an ``OSError`` as the callers
+expect of an API server that is away; a non-2xx answer is ``ApiError`` for ``request`` and
+returned as it is by ``raw``. A watch is a streamed response split into lines here.
+
+Sent again, as client-go's ``rest.Request`` sends them again (``_exchange``):
+
+- an answer 429 or 5xx **with** ``Retry-After`` (whole seconds): after that wait, for every
+  verb (our bodies are bytes, which client-go sends again too: a server-side apply, a
+  create, a delete alike), at most ``MAX_RETRIES`` times and never past the request's
+  timeout (a wait that would end past it gives the answer as it is);
+- a 401 when the credential is an exec plugin's: the plugin runs again and, if that gave
+  a new credential, the request goes once more (then its answer, whatever it is);
+- a connection that fails: refused before anything was sent, any verb; reset or broken
+  after the request was sent, the idempotent verbs only (GET, PUT, DELETE...), 3 times
+  in all (urllib3's ``Retry``; client-go retries a reset GET).
+
+TLS is one ``ssl.SSLContext`` per client, made when the client is made: the CA from the
+kubeconfig's data or file (else the system's), the client certificate loaded into it from
+memory (``load_client_certificate``: no key is ever written to a disk). An exec plugin
+that gives a new certificate makes the client build a new context and pool; the old
+pool's connections are closed, as client-go closes them.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
+import tempfile
+import threading
+import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
+from urllib3.util.ssl_ import create_urllib3_context
 
 from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_config import (
     AUTH_PROVIDERS,
@@ -54,6 +78,12 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 USER_AGENT = "c5c3-glance"
+MAX_RETRIES = 10
+"""Answers with Retry-After a request is sent again after, at most (client-go's
+``rest.Request`` default)."""
+TRANSPORT_RETRIES = urllib3.Retry(total=3, respect_retry_after_header=False)
+"""urllib3's part: connections refused (any verb) or broken after sending (idempotent verbs
+only), 3 times. Answers are never retried there (``_exchange`` does it client-go's way)."""
 POOL_SIZE = 64
 """Connections kept per host: the runner holds a watch connection per informer besides its
 workers' requests (a smaller pool would discard connections, and urllib3 warn)."""
@@ -149,7 +179,9 @@ class KubeClient:
             raise KubeConfigError(f"server {connection.server!r} is not an http(s) URL")
         self._origin = f"{url.scheme}://{url.netloc}"
         self._prefix = url.path.rstrip("/")
-        self._pool = _pool_manager(connection)
+        self._pool_lock = threading.Lock()
+        self._certificate = connection.client_certificate()
+        self._pool = _pool_manager(connection, self._certificate)
         self._resources: dict[tuple[str, str], tuple[str, bool]] = dict(KNOWN_RESOURCES)
         self._served: dict[str, dict[str, Any] | None] = {}
         self.requests = 0
@@ -170,11 +202,32 @@ class KubeClient:
         """The namespace of the kubeconfig context (or of the pod)."""
         return self.connection.namespace
 
-    def _auth_headers(self) -> dict[str, str]:
+    def _auth_headers(self) -> urllib3.HTTPHeaderDict:
         """The ``Authorization`` header the connection's credential gives now (renewed
-        first when it must be: an expired exec token, a changed token file)."""
+        first when it must be: an expired exec token, a changed token file) and the
+        impersonation headers (a name may repeat: one ``Impersonate-Group`` a group)."""
+        headers = urllib3.HTTPHeaderDict()
         value = self.connection.authorization()
-        return {"Authorization": value} if value else {}
+        if value:
+            headers["Authorization"] = value
+        for name, header in self.connection.impersonate:
+            headers.add(name, header)
+        return headers
+
+    def _current_pool(self) -> urllib3.PoolManager:
+        """The pool for the client certificate of now: when an exec plugin gave a new
+        one, a new TLS context and pool, the old pool's connections closed."""
+        if self.connection.credential is None:
+            return self._pool
+        certificate = self.connection.credential.client_certificate()
+        if certificate is None or certificate == self._certificate:
+            return self._pool
+        with self._pool_lock:
+            if certificate != self._certificate:
+                old, self._pool = self._pool, _pool_manager(self.connection, certificate)
+                self._certificate = certificate
+                old.clear()
+        return self._pool
 
     def close(self) -> None:
         self._pool.clear()
@@ -202,8 +255,9 @@ class KubeClient:
     ) -> urllib3.BaseHTTPResponse:
         """One request; urllib3's response with the body still unread (the caller reads it
         and releases the connection). Transport failures (refused, reset, TLS: urllib3
-        gives up after its default retries) become ``ConnectionError``."""
-        headers = {"Accept": accept, "User-Agent": USER_AGENT, **self._auth_headers()}
+        gives up after ``TRANSPORT_RETRIES``) become ``ConnectionError``."""
+        headers = self._auth_headers()
+        headers.update({"Accept": accept, "User-Agent": USER_AGENT})
         data: str | bytes | None = None
         if body is not None:
             headers["Content-Type"] = content_type
@@ -212,17 +266,55 @@ class KubeClient:
             limits = urllib3.Timeout(connect=timeout[0], read=timeout[1])
         else:
             limits = urllib3.Timeout(total=timeout)
+        self.requests += 1
+        if method in WRITE_METHODS:
+            self.writes += 1
         try:
-            return self._pool.request(
+            return self._current_pool().request(
                 method,
                 self._origin + url,
                 body=data,
                 headers=headers,
                 timeout=limits,
+                retries=TRANSPORT_RETRIES,
                 preload_content=False,
             )
         except urllib3.exceptions.HTTPError as exc:
             raise ConnectionError(f"{method} {url}: {exc}") from exc
+
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        body: Any,
+        content_type: str,
+        timeout: float | tuple[float, float],
+        accept: str = "application/json",
+    ) -> urllib3.BaseHTTPResponse:
+        """``_send``, again where client-go sends again (the module docstring): after a
+        429 or 5xx with Retry-After, and once after a 401 an exec plugin renews for. The
+        last answer, unread."""
+        budget = timeout if not isinstance(timeout, tuple) else self.timeout
+        deadline = time.monotonic() + budget
+        credential = self.connection.credential
+        retries, refreshed = 0, False
+        if body is not None and not isinstance(body, bytes | str):
+            body = json.dumps(body)  # once: each attempt sends the same bytes
+        while True:
+            serial = credential.serial if credential is not None else 0
+            answer = self._send(method, url, body, content_type, timeout, accept)
+            if answer.status == 401 and credential is not None and not refreshed:
+                refreshed = True
+                if credential.refresh(serial):
+                    _discard(answer)
+                    continue
+                return answer
+            wait = retry_after(answer)
+            if wait is None or retries >= MAX_RETRIES or time.monotonic() + wait > deadline:
+                return answer
+            retries += 1
+            _discard(answer)
+            time.sleep(wait)
 
     def raw(
         self,
@@ -237,10 +329,7 @@ class KubeClient:
     ) -> Response:
         """One request; the answer whatever its status."""
         url = self.url_path(path, query)
-        self.requests += 1
-        if method in WRITE_METHODS:
-            self.writes += 1
-        answer = self._send(method, url, body, content_type, timeout or self.timeout, accept)
+        answer = self._exchange(method, url, body, content_type, timeout or self.timeout, accept)
         try:
             data = answer.read()
         except urllib3.exceptions.HTTPError as exc:
@@ -484,9 +573,8 @@ class KubeClient:
                 "timeoutSeconds": timeout_seconds,
             },
         )
-        self.requests += 1
         accept = METADATA_ACCEPT if metadata_only else "application/json"
-        stream = self._send("GET", url, None, "", (self.timeout, timeout_seconds + 30), accept)
+        stream = self._exchange("GET", url, None, "", (self.timeout, timeout_seconds + 30), accept)
         try:
             if stream.status != 200:
                 raise ApiError(stream.status, _status_of(stream.read()), "GET", url)
@@ -504,10 +592,112 @@ class KubeClient:
             stream.release_conn()
 
 
-def _pool_manager(connection: Connection) -> urllib3.PoolManager:
-    """The urllib3 pool of a connection: its TLS settings for every connection of the
-    pool, through its proxy when it has one (the settings the kubernetes client gave
-    urllib3)."""
+def retry_after(answer: urllib3.BaseHTTPResponse) -> int | None:
+    """The seconds to wait before sending again, when the answer asks for it as client-go
+    reads it: 429 or any 5xx, with a ``Retry-After`` of whole seconds; else None."""
+    if answer.status != 429 and answer.status < 500:
+        return None
+    value = (answer.headers.get("Retry-After") or "").strip()
+    try:
+        seconds = int(value)
+    except ValueError:
+        return None
+    return max(seconds, 0)
+
+
+def _discard(answer: urllib3.BaseHTTPResponse) -> None:
+    """Read an answer that is not kept, so its connection goes back to the pool."""
+    try:
+        answer.drain_conn()
+    finally:
+        answer.release_conn()
+
+
+def load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Load a client certificate and key held in memory (PEM) into ``context``.
+
+    OpenSSL reads them from a path only. On Linux the path is an anonymous memory file
+    (``memfd_create``, opened through ``/proc/self/fd``): it is in no directory and on no
+    disk, and it is gone when its descriptor is closed, before this returns. Where there
+    is no such file (another system, no ``/proc``), a private temporary directory (0700,
+    files 0600) holds them for the one call and is removed before this returns."""
+    if hasattr(os, "memfd_create"):
+        descriptors: list[int] = []
+        try:
+            for name, content in (("cert", cert), ("key", key)):
+                descriptors.append(os.memfd_create(f"c5c3-glance-client-{name}", os.MFD_CLOEXEC))
+                _write_all(descriptors[-1], content)
+            paths = [f"/proc/self/fd/{descriptor}" for descriptor in descriptors]
+            if all(os.path.exists(path) for path in paths):
+                context.load_cert_chain(paths[0], paths[1])
+                return
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
+    with tempfile.TemporaryDirectory(prefix="c5c3-glance-kube-") as directory:
+        paths = []
+        for name, content in (("cert.pem", cert), ("key.pem", key)):
+            paths.append(os.path.join(directory, name))
+            descriptor = os.open(paths[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            _write_all(descriptor, content)
+            os.close(descriptor)
+        context.load_cert_chain(paths[0], paths[1])
+
+
+def _write_all(descriptor: int, content: bytes) -> None:
+    view = memoryview(content)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def ssl_context(
+    connection: Connection, certificate: tuple[Any, Any] | None
+) -> ssl.SSLContext | None:
+    """The TLS context of an https connection, built here once (urllib3 would load the CA
+    and the client certificate again for every new connection, from files): verification
+    as the kubeconfig says, the CA from its data or file (else the system's), the client
+    ``certificate`` (paths, or PEM bytes loaded from memory). ``KubeConfigError`` names
+    what cannot be loaded."""
+    if not connection.server.startswith("https"):
+        return None
+    context = create_urllib3_context(
+        cert_reqs=ssl.CERT_REQUIRED if connection.verify else ssl.CERT_NONE
+    )
+    try:
+        if not connection.verify:
+            pass  # insecure-skip-tls-verify: no CA is read
+        elif connection.ca_data is not None:
+            try:  # PEM as text; anything else is DER
+                context.load_verify_locations(cadata=connection.ca_data.decode("ascii"))
+            except UnicodeDecodeError:
+                context.load_verify_locations(cadata=connection.ca_data)
+        elif connection.ca_file:
+            context.load_verify_locations(cafile=connection.ca_file)
+        else:
+            context.load_default_certs()
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise KubeConfigError(
+            f"{connection.describe()}: the certificate authority cannot be loaded: {exc}"
+        ) from exc
+    if certificate is not None:
+        cert, key = certificate
+        try:
+            if isinstance(cert, bytes):
+                load_client_certificate(context, cert, key)
+            else:
+                context.load_cert_chain(cert, key)
+        except (ssl.SSLError, OSError) as exc:
+            raise KubeConfigError(
+                f"{connection.describe()}: the client certificate and key cannot be loaded: {exc}"
+            ) from exc
+    return context
+
+
+def _pool_manager(
+    connection: Connection, certificate: tuple[Any, Any] | None
+) -> urllib3.PoolManager:
+    """The urllib3 pool of a connection: its TLS context (``ssl_context``) for every
+    connection of the pool, through its proxy when it has one."""
     if not connection.verify:
         # insecure-skip-tls-verify is the kubeconfig's explicit choice: urllib3 would
         # warn on every request, into every module's output.
@@ -515,16 +705,10 @@ def _pool_manager(connection: Connection) -> urllib3.PoolManager:
     options: dict[str, Any] = {
         "maxsize": POOL_SIZE,
         "cert_reqs": "CERT_REQUIRED" if connection.verify else "CERT_NONE",
-        "ca_certs": connection.ca_file,
-        "cert_file": connection.cert_file,
-        "key_file": connection.key_file,
     }
-    if connection.ca_data is not None:
-        # PEM as text; anything else urllib3 takes as DER
-        try:
-            options["ca_cert_data"] = connection.ca_data.decode("ascii")
-        except UnicodeDecodeError:
-            options["ca_cert_data"] = connection.ca_data
+    context = ssl_context(connection, certificate)
+    if context is not None:
+        options["ssl_context"] = context
     if connection.tls_server_name:
         # the name sent (SNI) and checked against the certificate, whatever the URL says
         options["server_hostname"] = connection.tls_server_name
@@ -575,6 +759,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "JSON_PATCH",
     "KNOWN_RESOURCES",
+    "MAX_RETRIES",
     "MERGE_PATCH",
     "METADATA_ACCEPT",
     "METADATA_LIST_ACCEPT",

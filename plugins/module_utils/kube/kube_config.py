@@ -39,9 +39,14 @@ rotate), an ``exec`` credential plugin (``client.authentication.k8s.io``
 ``ExecCredential``: run at load, so a failing plugin is an error naming the user, the
 command and what the plugin wrote on stderr; run again once its ``expirationTimestamp``
 has passed), basic auth (ansible-operator's proxy encodes the owner in the user name).
-Client certificates (files, ``-data`` or an exec plugin's) are files urllib3 loads:
-``-data`` and plugin output are written to a private directory (mode 0700, files 0600)
-that is removed when the process that made it exits.
+Client certificates: a file entry is a path, loaded from where it is; ``-data`` and an exec
+plugin's certificate are kept in memory (``cert_data``/``key_data``, never in a ``repr``)
+and never written to a disk: ``kube_client`` loads them into its ``ssl.SSLContext`` once,
+when the client is made (see ``load_client_certificate`` there).
+
+Impersonation (``as``, ``as-uid``, ``as-groups``, ``as-user-extra``) is sent as client-go
+sends it: the ``Impersonate-User``, ``-Uid``, ``-Group`` (one header a group) and
+``Impersonate-Extra-<key>`` headers of every request.
 
 TLS and proxies: ``certificate-authority(-data)``, ``insecure-skip-tls-verify``,
 ``tls-server-name``; a ``proxy-url`` is always used (HTTP(S) through a CONNECT tunnel;
@@ -54,18 +59,14 @@ an API server on loopback is never proxied, as in kubectl.
 
 from __future__ import annotations
 
-import atexit
 import base64
 import binascii
 import datetime
-import hashlib
 import importlib.util
 import ipaddress
 import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -101,8 +102,22 @@ class Credential:
     """What authenticates the requests: ``authorization()`` is called before each request
     (a credential that expires or rotates renews itself there)."""
 
+    serial = 0
+    """Changes whenever the credential changes (an exec plugin run again): a caller that
+    saw a 401 passes the serial it sent with to ``refresh``."""
+
     def authorization(self) -> str | None:
         raise NotImplementedError
+
+    def refresh(self, serial: int) -> bool:
+        """The server answered 401 to a request sent with credential ``serial``: renew it
+        if it can be renewed; True when the request should be sent again (renewed now, or
+        already since that request). Only an exec plugin's can (client-go's rule)."""
+        return False
+
+    def client_certificate(self) -> tuple[bytes, bytes] | None:
+        """The client certificate and key (PEM) this credential gives, if it gives one."""
+        return None
 
     def __repr__(self) -> str:  # never the secret
         return f"<{type(self).__name__}>"
@@ -175,10 +190,11 @@ class ExecCredential(Credential):
     ``spec.interactive`` false, and ``spec.cluster`` when ``provideClusterInfo``), the
     process environment plus the entry's ``env``, no stdin; its stdout is the answer, its
     stderr the reason when it fails. The answer's ``status`` is kept until its
-    ``expirationTimestamp`` (for ever without one), then the plugin runs again. A
+    ``expirationTimestamp`` (for ever without one), or until the server answers 401 to it
+    (``refresh``, as client-go's exec authenticator does), then the plugin runs again. A
     ``status.token`` is the bearer token; ``clientCertificateData``/``clientKeyData`` (PEM)
-    are written to the private files ``cert_file``/``key_file``, rewritten in place when the
-    plugin runs again (new connections take the new certificate)."""
+    stay in memory (``client_certificate``); each run that changes the credential moves
+    ``serial`` on, and the client then makes its TLS context and connections again."""
 
     def __init__(
         self,
@@ -202,12 +218,11 @@ class ExecCredential(Credential):
         self.env = {str(e["name"]): str(e["value"]) for e in spec.get("env") or []}
         self.install_hint = str(spec.get("installHint") or "")
         self.cluster_info = dict(cluster_info) if spec.get("provideClusterInfo") else None
-        self.cert_file: str | None = None
-        self.key_file: str | None = None
+        self._certificate: tuple[bytes, bytes] | None = None
         self._token: str | None = None
         self._expiry: datetime.datetime | None = None
         self._lock = threading.Lock()
-        self._renew(at_load=True)
+        self._renew()
 
     def _error(self, reason: str) -> KubeConfigError:
         return KubeConfigError(f"user {self.user_name!r}: exec plugin {self.command}: {reason}")
@@ -258,42 +273,55 @@ class ExecCredential(Credential):
             )
         return answer["status"] if isinstance(answer["status"], dict) else {}
 
-    def _renew(self, at_load: bool = False) -> None:
+    def _renew(self) -> None:
         status = self._run()
         expiry = status.get("expirationTimestamp")
+        token, certificate = None, None
         if status.get("token"):
-            self._token = "Bearer " + str(status["token"])
+            token = "Bearer " + str(status["token"])
         elif status.get("clientCertificateData"):
             if not status.get("clientKeyData"):
                 raise self._error("exec: missing clientKeyData field in plugin output")
-            cert = str(status["clientCertificateData"]).encode()
-            key = str(status["clientKeyData"]).encode()
-            if at_load:
-                self.cert_file = private_file(cert)
-                self.key_file = private_file(key)
-            else:
-                if not self.cert_file or not self.key_file:
-                    raise self._error("exec: the plugin gave a token before, not a certificate")
-                rewrite_private_file(self.cert_file, cert)
-                rewrite_private_file(self.key_file, key)
+            certificate = (
+                str(status["clientCertificateData"]).encode(),
+                str(status["clientKeyData"]).encode(),
+            )
         else:
             raise self._error("exec: missing token or clientCertificateData field in plugin output")
+        if (token, certificate) != (self._token, self._certificate):
+            self._token, self._certificate = token, certificate
+            self.serial += 1
         self._expiry = parse_rfc3339(str(expiry)) if expiry else None
 
     def _expired(self) -> bool:
         return self._expiry is not None and datetime.datetime.now(datetime.UTC) >= self._expiry
 
+    def _renew_logged(self) -> None:
+        try:
+            self._renew()
+        except KubeConfigError as exc:
+            # as client-go and the kubernetes client do: log it, go on with what we have
+            # (the API server's 401 then says the rest)
+            log.error("%s", exc)
+
     def authorization(self) -> str | None:
         if self._expired():
             with self._lock:
                 if self._expired():
-                    try:
-                        self._renew()
-                    except KubeConfigError as exc:
-                        # as the kubernetes client did: log it, go on with what we have
-                        # (the API server's 401 then says the rest)
-                        log.error("%s", exc)
+                    self._renew_logged()
         return self._token
+
+    def client_certificate(self) -> tuple[bytes, bytes] | None:
+        """The certificate of the last run (``authorization``, called before each request,
+        runs the plugin again first when it has expired)."""
+        return self._certificate
+
+    def refresh(self, serial: int) -> bool:
+        with self._lock:
+            if self.serial != serial:
+                return True  # another request renewed it already
+            self._renew_logged()
+            return self.serial != serial
 
 
 def parse_rfc3339(value: str) -> datetime.datetime:
@@ -315,9 +343,16 @@ class OidcCredential(Credential):
     its refresh hook runs before each request, as before."""
 
     def __init__(self, user: Mapping[str, Any]):
-        from kubernetes.client import Configuration
-        from kubernetes.config.config_exception import ConfigException
-        from kubernetes.config.kube_config import KubeConfigLoader
+        try:
+            from kubernetes.client import Configuration
+            from kubernetes.config.config_exception import ConfigException
+            from kubernetes.config.kube_config import KubeConfigLoader
+        except ImportError as exc:
+            raise KubeConfigError(
+                "auth-provider oidc needs the kubernetes Python package, which is not "
+                "installed here (the operator image leaves it out: in a pod the runner uses "
+                "its service account); install it, or use an exec plugin such as kubelogin"
+            ) from exc
 
         # A kubeconfig of this user alone, on a plain-HTTP placeholder server: the loader
         # then reads no cluster files; the cluster's settings are ours.
@@ -341,60 +376,6 @@ class OidcCredential(Credential):
 
 
 # ---------------------------------------------------------------------------------------
-# private files: client certificates urllib3 must load from a file
-
-_private: dict[str, Any] = {"dir": None, "pid": None, "files": {}}
-_private_lock = threading.Lock()
-
-
-def _private_dir() -> Path:
-    """This process's private directory (0700), removed at exit by the process that made
-    it (a forked child inherits the exit hook, and must not remove its parent's files)."""
-    if _private["dir"] is None or _private["pid"] != os.getpid():
-        _private["dir"] = Path(tempfile.mkdtemp(prefix="c5c3-glance-kube-"))
-        _private["pid"] = os.getpid()
-        _private["files"] = {}
-        atexit.register(_remove_private_dir, _private["dir"], os.getpid())
-    return _private["dir"]
-
-
-def _remove_private_dir(directory: Path, pid: int) -> None:
-    if os.getpid() == pid:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _write(path: Path, content: bytes) -> None:
-    """Write ``content`` to ``path`` (mode 0600) whole: a reader sees the old or the new."""
-    partial = path.with_name(path.name + ".new")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "wb") as out:
-        out.write(content)
-    os.replace(partial, path)
-
-
-def private_file(content: bytes) -> str:
-    """The path of a private file holding ``content`` (one file per content, as the
-    ``kubernetes`` client kept them: a client made again does not leave another file)."""
-    with _private_lock:
-        directory = _private_dir()
-        digest = hashlib.sha256(content).hexdigest()[:32]
-        known = _private["files"].get(digest)
-        if known and os.path.isfile(known):
-            return known
-        path = directory / f"{digest}.pem"
-        _write(path, content)
-        _private["files"][digest] = str(path)
-        return str(path)
-
-
-def rewrite_private_file(path: str, content: bytes) -> None:
-    """Replace the content of a file ``private_file`` made (an exec plugin's renewed
-    certificate: the pool holds the path)."""
-    with _private_lock:
-        _write(Path(path), content)
-
-
-# ---------------------------------------------------------------------------------------
 # the connection
 
 
@@ -402,7 +383,9 @@ def rewrite_private_file(path: str, content: bytes) -> None:
 class Connection:
     """Where the API server is, which namespace the context names, and how to reach it:
     TLS (``ca_file`` or ``ca_data``, PEM; none: the system's CAs), the client certificate
-    (files), the credential giving the ``Authorization`` header, and the proxy.
+    (``cert_file``/``key_file``, a kubeconfig's paths, or ``cert_data``/``key_data`` in
+    memory; an exec credential's through ``client_certificate``), the credential giving
+    the ``Authorization`` header, the impersonation headers, and the proxy.
 
     ``proxy_url`` is a kubeconfig's ``proxy-url``, used whatever the host (as in
     client-go). Without it, ``proxy`` and ``no_proxy`` are the environment's, read when the
@@ -416,10 +399,13 @@ class Connection:
     ca_data: bytes | None = None
     cert_file: str | None = None
     key_file: str | None = None
+    cert_data: bytes | None = field(default=None, repr=False)
+    key_data: bytes | None = field(default=None, repr=False)
     verify: bool = True
     tls_server_name: str | None = None
     proxy_url: str | None = None
     credential: Credential | None = None
+    impersonate: tuple[tuple[str, str], ...] = ()
     proxy: str | None = field(init=False, default=None)
     no_proxy: str | None = field(init=False, default=None)
 
@@ -450,6 +436,18 @@ class Connection:
         """The ``Authorization`` header's value for the next request (the credential
         renews itself first: an expired exec token, a rotated token file)."""
         return self.credential.authorization() if self.credential else None
+
+    def client_certificate(self) -> tuple[str, str | None] | tuple[bytes, bytes] | None:
+        """The client certificate now: an exec credential's (PEM, in memory), else the
+        kubeconfig's data (PEM, in memory) or its files (paths), else None."""
+        given = self.credential.client_certificate() if self.credential else None
+        if given is not None:
+            return given
+        if self.cert_data is not None and self.key_data is not None:
+            return self.cert_data, self.key_data
+        if self.cert_file:
+            return self.cert_file, self.key_file
+        return None
 
 
 def _on_loopback(server: str) -> bool:
@@ -669,25 +667,18 @@ def _context_connection(merged: _Merged, name: str | None, where: str) -> Connec
         )
 
     # TLS: only for an https server, as the kubernetes client read them
-    ca_file = ca_data = cert_file = key_file = None
+    ca_file = ca_data = cert_file = key_file = cert_data = key_data = None
     if server.startswith("https"):
         ca_file, ca_data = _file_or_data(
             cluster, cluster_entry.base, "certificate-authority", where, f"cluster {cluster_name!r}"
         )
-        for key in ("client-certificate", "client-key"):
-            path, data = _file_or_data(user, user_entry.base, key, where, f"user {user_name!r}")
-            if data is not None:
-                path = private_file(data)
-            if key == "client-certificate":
-                cert_file = path
-            else:
-                key_file = path
+        owner, base = f"user {user_name!r}", user_entry.base
+        cert_file, cert_data = _file_or_data(user, base, "client-certificate", where, owner)
+        key_file, key_data = _file_or_data(user, base, "client-key", where, owner)
 
     credential = _credential(
         user_name, user_entry, where, lambda: _cluster_info(cluster, ca_file, ca_data)
     )
-    if isinstance(credential, ExecCredential) and credential.cert_file:
-        cert_file, key_file = credential.cert_file, credential.key_file
     return Connection(
         server=server,
         namespace=ctx.get("namespace") or "default",
@@ -696,11 +687,49 @@ def _context_connection(merged: _Merged, name: str | None, where: str) -> Connec
         ca_data=ca_data,
         cert_file=cert_file,
         key_file=key_file,
+        cert_data=cert_data,
+        key_data=key_data,
         verify=not cluster.get("insecure-skip-tls-verify"),
         tls_server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
         proxy_url=proxy or None,
         credential=credential,
+        impersonate=impersonation_headers(user, where, owner=f"user {user_name!r}"),
     )
+
+
+def impersonation_headers(
+    user: Mapping[str, Any], where: str, owner: str
+) -> tuple[tuple[str, str], ...]:
+    """The impersonation headers of a kubeconfig user, as client-go's transport sends them:
+    ``Impersonate-User`` (``as``), ``Impersonate-Uid`` (``as-uid``), an
+    ``Impersonate-Group`` per group (``as-groups``) and ``Impersonate-Extra-<key>`` per
+    value (``as-user-extra``, the key percent-encoded). Groups, a uid or extras without a
+    user are refused, as the API server would refuse them."""
+    headers: list[tuple[str, str]] = []
+    name = user.get("as")
+    groups = user.get("as-groups") or []
+    extra = user.get("as-user-extra") or {}
+    if not isinstance(groups, list) or not isinstance(extra, Mapping):
+        raise KubeConfigError(
+            f"kubeconfig {where}: {owner}: as-groups must be a list and as-user-extra a map "
+            "of lists"
+        )
+    if not name:
+        if groups or extra or user.get("as-uid"):
+            raise KubeConfigError(
+                f"kubeconfig {where}: {owner} sets as-groups, as-uid or as-user-extra without "
+                "as: impersonating needs a user name"
+            )
+        return ()
+    headers.append(("Impersonate-User", str(name)))
+    if user.get("as-uid"):
+        headers.append(("Impersonate-Uid", str(user["as-uid"])))
+    headers += [("Impersonate-Group", str(group)) for group in groups]
+    for key, values in extra.items():
+        header = "Impersonate-Extra-" + urllib.parse.quote(str(key), safe="")
+        for value in values if isinstance(values, list) else [values]:
+            headers.append((header, str(value)))
+    return tuple(headers)
 
 
 def _credential(user_name: Any, entry: _Entry, where: str, cluster_info: Any) -> Credential | None:
