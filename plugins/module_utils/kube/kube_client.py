@@ -245,27 +245,14 @@ class KubeClient:
         return full
 
     def _send(
-        self,
-        method: str,
-        url: str,
-        body: Any,
-        content_type: str,
-        timeout: float | tuple[float, float],
-        accept: str = "application/json",
+        self, method: str, url: str, data: str | bytes | None, fixed: dict, limits: Any
     ) -> urllib3.BaseHTTPResponse:
-        """One request; urllib3's response with the body still unread (the caller reads it
-        and releases the connection). Transport failures (refused, reset, TLS: urllib3
-        gives up after ``TRANSPORT_RETRIES``) become ``ConnectionError``."""
+        """One request with the ``fixed`` headers and the credential's of now; urllib3's
+        response with the body still unread (the caller reads it and releases the
+        connection). Transport failures (refused, reset, TLS: urllib3 gives up after
+        ``TRANSPORT_RETRIES``) become ``ConnectionError``."""
         headers = self._auth_headers()
-        headers.update({"Accept": accept, "User-Agent": USER_AGENT})
-        data: str | bytes | None = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            data = body if isinstance(body, bytes | str) else json.dumps(body)
-        if isinstance(timeout, tuple):
-            limits = urllib3.Timeout(connect=timeout[0], read=timeout[1])
-        else:
-            limits = urllib3.Timeout(total=timeout)
+        headers.update(fixed)
         self.requests += 1
         if method in WRITE_METHODS:
             self.writes += 1
@@ -291,18 +278,27 @@ class KubeClient:
         timeout: float | tuple[float, float],
         accept: str = "application/json",
     ) -> urllib3.BaseHTTPResponse:
-        """``_send``, again where client-go sends again (the module docstring): after a
-        429 or 5xx with Retry-After, and once after a 401 an exec plugin renews for. The
-        last answer, unread."""
-        budget = timeout if not isinstance(timeout, tuple) else self.timeout
-        deadline = time.monotonic() + budget
+        """A request (a dict or list ``body`` sent as JSON, a str or bytes one as it is;
+        ``timeout`` one number for the whole request, or (connect, read)), sent again
+        where client-go sends again (the module docstring): after a 429 or 5xx with
+        Retry-After, and once after a 401 an exec plugin renews for. The last answer,
+        unread."""
+        fixed = {"Accept": accept, "User-Agent": USER_AGENT}
+        data: str | bytes | None = None
+        if body is not None:
+            fixed["Content-Type"] = content_type
+            data = body if isinstance(body, bytes | str) else json.dumps(body)
+        if isinstance(timeout, tuple):
+            limits = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+            deadline = time.monotonic() + self.timeout
+        else:
+            limits = urllib3.Timeout(total=timeout)
+            deadline = time.monotonic() + timeout
         credential = self.connection.credential
         retries, refreshed = 0, False
-        if body is not None and not isinstance(body, bytes | str):
-            body = json.dumps(body)  # once: each attempt sends the same bytes
         while True:
             serial = credential.serial if credential is not None else 0
-            answer = self._send(method, url, body, content_type, timeout, accept)
+            answer = self._send(method, url, data, fixed, limits)
             if answer.status == 401 and credential is not None and not refreshed:
                 refreshed = True
                 if credential.refresh(serial):
