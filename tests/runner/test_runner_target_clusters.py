@@ -284,7 +284,7 @@ def woken_by(runner, controller: str, reason: str) -> bool:
 
 @pytest.mark.integration
 def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
-    real_api, target_apiserver, tmp_path
+    real_api, target_apiserver, tmp_path, say
 ):
     """``python -m runner`` with the collection's watches.yaml, the management cluster one
     real kube-apiserver, the target another: the Glance converges with its children in
@@ -390,4 +390,7 @@ def test_the_runner_reconciles_a_glance_into_its_target_cluster_and_sweeps_it(
     body = key.split(b"-----")[2].strip()[:64]
     holding = [p for p in runner_tmp.rglob("*") if p.is_file() and body in p.read_bytes()]
     assert holding == [], f"{len(holding)} files hold the key after {targeted} passes"
-    assert targeted >= 10
+    # 10 in the runs measured (the Glance's and its backend's passes, each of one to three
+    # steps: a forked worker each, which left the key behind before)
+    assert targeted >= 5
+    say(f"[runner] {targeted} targeted passes; no file of its TMPDIR holds the client key")
