@@ -17,8 +17,8 @@
 # where the registry is reachable when this file is changed.
 ARG PYTHON_IMAGE=python:3.12.13-slim-trixie
 
-# --- build: the virtual environment and the installed collection -------------------------
-FROM ${PYTHON_IMAGE} AS build
+# --- venv: the runtime's Python packages ---------------------------------------------------
+FROM ${PYTHON_IMAGE} AS venv
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
@@ -26,6 +26,22 @@ COPY requirements-runtime.txt /tmp/requirements-runtime.txt
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-deps --only-binary=:all: -r /tmp/requirements-runtime.txt \
     && /opt/venv/bin/pip check
+
+# --- sbom: the bill of materials of /opt/venv -------------------------------------------------
+# CycloneDX (cyclonedx-py, pinned in requirements-sbom.txt) reads every distribution of the
+# runtime venv with its declared licence and licence files. Nothing of this stage enters the
+# image: `make images` builds it (--target sbom) and copies /sbom.cdx.json out, beside the
+# image (hack/images.py). Rebuilt only when the pins change.
+FROM venv AS sbom
+COPY requirements-sbom.txt /tmp/requirements-sbom.txt
+RUN python -m venv /opt/sbom \
+    && /opt/sbom/bin/pip install --no-deps --only-binary=:all: -r /tmp/requirements-sbom.txt \
+    && /opt/sbom/bin/pip check \
+    && /opt/sbom/bin/cyclonedx-py environment --gather-license-texts --output-reproducible \
+        --output-file /sbom.cdx.json /opt/venv/bin/python
+
+# --- build: the installed collection ---------------------------------------------------------
+FROM venv AS build
 COPY . /src
 # The same tarball `make build` makes, installed without any download.
 RUN /opt/venv/bin/ansible-galaxy collection build --output-path /tmp/dist /src \
@@ -38,7 +54,7 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="glance-operator" \
       org.opencontainers.image.description="Kubernetes operator for OpenStack Glance (the c5c3.glance Ansible collection and its runner)" \
       org.opencontainers.image.source="https://github.com/c5c3/glance-operator-ansible" \
-      org.opencontainers.image.licenses="Apache-2.0"
+      org.opencontainers.image.licenses="Apache-2.0 AND GPL-3.0-or-later AND BSD-2-Clause AND BSD-3-Clause AND ISC AND MIT AND MIT-0 AND PSF-2.0"
 # A passwd entry for the uid: Ansible looks the current user up (getpwuid).
 RUN groupadd --system --gid 65532 glance-operator \
     && useradd --system --uid 65532 --gid 65532 --home-dir /tmp --no-create-home \

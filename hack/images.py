@@ -133,6 +133,7 @@ class Image:
     context: str
     build_args: tuple[tuple[str, str], ...] = ()
     optional: bool = False
+    sbom_stage: str | None = None  # the stage writing /sbom.cdx.json (``write_sbom``)
 
 
 def galaxy_version(root: Path = ROOT) -> str:
@@ -165,7 +166,7 @@ def check_releases(asked: Iterable[str], known: list[str]) -> list[str]:
 def images(version: str, releases: Iterable[str]) -> list[Image]:
     """Every image ``make images`` builds, in order: the operator, Glance per release, the
     ansible-operator variant."""
-    found = [Image(f"{REGISTRY}/glance-operator:{version}", "Dockerfile", ".")]
+    found = [Image(f"{REGISTRY}/glance-operator:{version}", "Dockerfile", ".", sbom_stage="sbom")]
     for release in releases:
         found.append(
             Image(
@@ -319,6 +320,84 @@ def decide(
     return Build(image, local(suite), suite)
 
 
+# --- the bill of materials -----------------------------------------------------------------------
+
+SBOM_DIR = ROOT / "out" / "images"
+SBOM_PATH = "/sbom.cdx.json"
+CONCLUDED_LICENSES = {
+    # name: (SPDX expression, why): runtime packages whose metadata gives a licence as a
+    # trove classifier or not at all; the expression is read off the licence files each
+    # wheel ships (cyclonedx-py puts their texts in the SBOM beside it).
+    "Jinja2": ("BSD-3-Clause", "classifier 'BSD License'; LICENSE.txt is BSD 3-Clause"),
+    "google-re2": ("BSD-3-Clause", "classifier 'BSD License'; LICENSE is RE2's BSD 3-Clause"),
+    "ansible-runner": ("Apache-2.0", "classifier 'Apache Software License'; LICENSE.md"),
+    "python-daemon": (
+        "Apache-2.0 AND GPL-3.0-or-later",
+        "License 'Copying this work'; ships LICENSE.ASF-2 (its code) and LICENSE.GPL-3",
+    ),
+    "cel-python": ("Apache-2.0", "no licence in its metadata; LICENSE is Apache License 2.0"),
+}
+SPDX_WORDS = re.compile(r"[A-Za-z0-9.+-]+")
+
+
+def spdx_ids(bom: dict) -> dict[str, set[str]]:
+    """Each component's SPDX licence ids (from its expressions and ids; a classifier name or
+    a licence file is not one)."""
+    out: dict[str, set[str]] = {}
+    for component in bom.get("components") or []:
+        ids: set[str] = set()
+        for entry in component.get("licenses") or []:
+            text = entry.get("expression") or (entry.get("license") or {}).get("id") or ""
+            ids |= {w for w in SPDX_WORDS.findall(text) if w not in ("AND", "OR", "WITH")}
+        out[component["name"]] = ids
+    return out
+
+
+def conclude_licenses(bom: dict) -> list[str]:
+    """Give each component without an SPDX licence the one ``CONCLUDED_LICENSES`` holds
+    (CycloneDX's ``acknowledgement: concluded``: ours, read off its licence files, where
+    the declared ones are the package's own). The names of those still without one."""
+    ids = spdx_ids(bom)
+    missing = []
+    for component in bom.get("components") or []:
+        if ids[component["name"]]:
+            continue
+        concluded = CONCLUDED_LICENSES.get(component["name"])
+        if concluded is None:
+            missing.append(component["name"])
+            continue
+        component.setdefault("licenses", []).append(
+            {"expression": concluded[0], "acknowledgement": "concluded"}
+        )
+    return missing
+
+
+def write_sbom(docker: Docker, build: Build, network: str, out_dir: Path = SBOM_DIR) -> Path:
+    """Build the image's SBOM stage (its layers cached by the image's own build) and copy
+    the CycloneDX document it wrote out, beside the image: ``out/images/<name>-<tag>.cdx.json``,
+    with the concluded licences added. Nothing of the stage is left in Docker."""
+    image = build.image
+    staged = f"{image.name}-sbom-stage"
+    command = build_command(build, network)
+    command[-3:-1] = ["--target", image.sbom_stage or "", "-t", staged]
+    if docker.stream(command[1:]) != 0:
+        raise ImagesError(f"docker build of {image.name}'s SBOM failed: " + shlex.join(command))
+    try:
+        bom = json.loads(docker.file_of(staged, SBOM_PATH))
+    finally:
+        docker.remove_image(staged)
+    missing = conclude_licenses(bom)
+    if missing:
+        raise ImagesError(
+            f"{image.name}: no licence for {', '.join(missing)} in the SBOM: read it off the "
+            "package's licence files into CONCLUDED_LICENSES (hack/images.py)"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / (image.name.rsplit("/", 1)[-1].replace(":", "-") + ".cdx.json")
+    path.write_text(json.dumps(bom, indent=2) + "\n")
+    return path
+
+
 def build_command(build: Build, network: str) -> list[str]:
     """The ``docker build`` of one image, run from the repository root. The Python base is
     passed only where it is not the Dockerfile's default; ``-f`` only where the Dockerfile
@@ -400,6 +479,25 @@ class Docker:
     def stream(self, argv: list[str], cwd: Path = ROOT) -> int:
         """Run a docker command with its output on the terminal; the exit status."""
         return subprocess.run([self.program, *argv], cwd=cwd, check=False).returncode
+
+    def file_of(self, ref: str, path: str) -> bytes:
+        """The content of the file ``path`` of image ``ref`` (through a container created,
+        never started, and removed)."""
+        created = self._run("create", ref, "true")
+        if created.returncode != 0:
+            raise ImagesError(f"docker create {ref}: {created.stderr.strip()}")
+        container = created.stdout.strip()
+        try:
+            with tempfile.TemporaryDirectory() as scratch:
+                copied = self._run("cp", f"{container}:{path}", scratch)
+                if copied.returncode != 0:
+                    raise ImagesError(f"docker cp {ref}:{path}: {copied.stderr.strip()}")
+                return (Path(scratch) / Path(path).name).read_bytes()
+        finally:
+            self._run("rm", container)
+
+    def remove_image(self, ref: str) -> None:
+        self._run("rmi", ref)
 
     def tag(self, source: str, target: str) -> None:
         done = self._run("tag", source, target)
@@ -654,6 +752,7 @@ class Built:
     base: str
     seconds: float
     size: int
+    sbom: Path | None = None
 
 
 @dataclass
@@ -672,6 +771,7 @@ class Report:
             rows.append((base.tag, f"{base.size / 2**20:.0f} MiB", made, "(local base)"))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         out = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        out += [f"{b.name}: SBOM {b.sbom}" for b in self.built if b.sbom]
         out += [f"skipped {s.image.name}: {s.reason}" for s in self.skipped]
         return out
 
@@ -684,6 +784,7 @@ def run(
     ca_dir: Path,
     dry_run: bool = False,
     docker: Docker | None = None,
+    sbom_dir: Path = SBOM_DIR,
 ) -> Report:
     docker = docker or Docker()
     problem = docker.problem()
@@ -731,8 +832,12 @@ def run(
                 + shlex.join(command)
             )
         seconds = time.monotonic() - started
+        sbom = None
+        if build.image.sbom_stage:
+            sbom = write_sbom(docker, build, network, sbom_dir)
+            say(f"{build.image.name}: its bill of materials is {sbom}")
         report.built.append(
-            Built(build.image.name, build.base, seconds, docker.size(build.image.name))
+            Built(build.image.name, build.base, seconds, docker.size(build.image.name), sbom)
         )
     return report
 
@@ -790,6 +895,12 @@ def main(argv: list[str] | None = None) -> int:
         f"(default {EXTRA_CA_DIR})",
     )
     parser.add_argument(
+        "--sbom-dir",
+        type=Path,
+        default=SBOM_DIR,
+        help="where the operator image's SBOM is written (default out/images)",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="say what would be built on which base; build nothing",
@@ -804,6 +915,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.python,
                 args.extra_ca_dir,
                 args.dry_run,
+                sbom_dir=args.sbom_dir,
             )
     except ImagesError as exc:
         print(f"make images: {exc}", file=sys.stderr)

@@ -160,11 +160,22 @@ def test_the_image_runs_as_the_manager_deployments_non_root_uid():
     assert group and int(group) == pod["runAsGroup"]
 
 
+def stage_named(name: str) -> int:
+    [stage] = [i.stage for i in of("FROM") if i.arguments.split()[-1] == name]
+    return stage
+
+
 def test_python_packages_come_only_from_the_pinned_requirements():
-    requirement_copies = [
-        dest for sources, dest in copies() if sources == ["requirements-runtime.txt"]
-    ]
-    assert requirement_copies, "requirements-runtime.txt is not copied into the image"
+    """Every pip install is a whole pinned file with --no-deps: requirements-runtime.txt
+    (the image's), or requirements-sbom.txt in the sbom stage alone, whose tool never
+    reaches the image (no stage takes anything from it)."""
+    sbom = stage_named("sbom")
+    allowed = {
+        dest: sources[0]
+        for sources, dest in copies()
+        if sources in (["requirements-runtime.txt"], ["requirements-sbom.txt"])
+    }
+    assert "requirements-runtime.txt" in allowed.values(), "requirements-runtime.txt not copied"
     installs = 0
     for run in of("RUN"):
         for command in shell_commands(run.arguments):
@@ -174,12 +185,17 @@ def test_python_packages_come_only_from_the_pinned_requirements():
             options = command[command.index("install") + 1 :]
             assert "--no-deps" in options or "--require-hashes" in options, command
             assert options.count("-r") == 1, command
-            assert options[options.index("-r") + 1] in requirement_copies, command
+            source = allowed.get(options[options.index("-r") + 1])
+            assert source is not None, command
+            assert (source == "requirements-sbom.txt") == (run.stage == sbom), command
             positional = [o for o in options if not o.startswith("-")]
             assert positional == [options[options.index("-r") + 1]], (
-                f"packages named outside requirements-runtime.txt: {command}"
+                f"packages named outside the pinned files: {command}"
             )
-    assert installs >= 1
+    assert installs >= 2
+    taken = [c for c in of("COPY") if "--from=sbom" in c.arguments.split()]
+    later = [f for f in of("FROM") if f.arguments.split()[0] == "sbom"]
+    assert taken == [] and later == [], "nothing of the sbom stage may enter the image"
     for name in ("requirements.txt", "requirements-runtime.txt"):
         for line in (ROOT / name).read_text().splitlines():
             line = line.split("#", 1)[0].strip()

@@ -20,6 +20,7 @@ pass. ``test_images_script.py`` checks make images' decisions without Docker,
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -161,6 +162,42 @@ def test_the_operator_image_runs_the_runner_as_the_manager_uid(made):
     assert "--watches-file" in helped.stdout
     uid = docker("run", "--rm", "--entrypoint", "id", OPERATOR, "-u")
     assert uid.stdout.strip() == str(OPERATOR_UID)
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_operator_image_has_its_bill_of_materials_and_a_licence_label_that_says_it(made):
+    """``make images`` leaves the operator image's CycloneDX SBOM beside it: every package
+    of requirements-runtime.txt at its pin (and the venv's own pip), each with an SPDX
+    licence (its own, or one ``hack/images.py`` concluded from its licence files), and not
+    ``kubernetes``, which the image no longer carries (importing it there fails). The
+    image's ``org.opencontainers.image.licenses`` label names exactly those licences, the
+    collection's Apache-2.0 and CPython's PSF-2.0."""
+    assert any(done.returncode == 0 for done in made.values())
+    path = ROOT / "out" / "images" / f"glance-operator-{VERSION}.cdx.json"
+    bom = json.loads(path.read_text())
+    assert bom["bomFormat"] == "CycloneDX"
+    found = {canonical(c["name"]): c["version"] for c in bom["components"]}
+    pins = {}
+    for line in (ROOT / "requirements-runtime.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            pins[canonical(name)] = version
+    assert {k: v for k, v in found.items() if k != "pip"} == pins
+    ids = images.spdx_ids(bom)
+    assert [name for name, spdx in ids.items() if not spdx] == []
+    assert "kubernetes" not in found
+    labels = json.loads(
+        docker("image", "inspect", "--format", "{{json .Config.Labels}}", OPERATOR).stdout
+    )
+    label = labels["org.opencontainers.image.licenses"]
+    named = set(images.SPDX_WORDS.findall(label)) - {"AND", "OR", "WITH"}
+    assert named == set().union(*ids.values()) | {"Apache-2.0", "PSF-2.0"}, label
+    imported = docker("run", "--rm", "--entrypoint", "python3", OPERATOR, "-c", "import kubernetes")
+    assert imported.returncode != 0 and "No module named 'kubernetes'" in imported.stderr
 
 
 @cache

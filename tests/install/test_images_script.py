@@ -11,6 +11,7 @@ can cause. A stand-in ``docker`` on PATH plays the daemon for the command-line r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -337,6 +338,11 @@ case "$1" in
   pull) echo "Error response from daemon: dial tcp: lookup registry-1.docker.io: no such host" >&2; exit 1 ;;
   build) while [ "$1" != "-t" ]; do shift; done; echo "$2" >> "$FAKE_DOCKER_STATE" ;;
   tag) echo "$3" >> "$FAKE_DOCKER_STATE" ;;
+  create) echo container-1 ;;
+  cp) echo '{"components": [{"name": "cel-python", "version": "0.5.0"},
+       {"name": "PyYAML", "version": "6.0.3", "licenses": [{"expression": "MIT"}]}]}' \
+        > "$3/sbom.cdx.json" ;;
+  rm|rmi) ;;
   *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
 """
@@ -363,8 +369,18 @@ def fake_docker(tmp_path):
 
 
 def hack_images(*argv: str, env: dict) -> subprocess.CompletedProcess:
+    state = env.get("FAKE_DOCKER_STATE")
+    sbom_dir = Path(state).parent / "sbom" if state else ROOT / "out" / "no-sbom-expected"
     return subprocess.run(
-        [sys.executable, str(ROOT / "hack" / "images.py"), "--python", sys.executable, *argv],
+        [
+            sys.executable,
+            str(ROOT / "hack" / "images.py"),
+            "--python",
+            sys.executable,
+            "--sbom-dir",
+            str(sbom_dir),
+            *argv,
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -385,9 +401,21 @@ def test_without_a_registry_it_builds_on_the_local_bases_skips_ansible_operator_
     trixie, bookworm = (f"localhost/c5c3-python:{version}-slim-{s}" for s in ("trixie", "bookworm"))
     assert builds == [
         f"build --network host --build-arg PYTHON_IMAGE={trixie} -t {OPERATOR} .",
+        f"build --network host --build-arg PYTHON_IMAGE={trixie} "
+        f"--target sbom -t {OPERATOR}-sbom-stage .",
         f"build --network host --build-arg PYTHON_IMAGE={bookworm} "
         "--build-arg OPENSTACK_RELEASE=2026.2 -t ghcr.io/c5c3/glance:2026.2 images/glance",
     ]
+    # the SBOM stage's document, copied out beside the image, a concluded licence added
+    # where the package's metadata gives none; the stage's image removed again
+    sbom = log.parent / "sbom" / f"glance-operator-{VERSION}.cdx.json"
+    components = {c["name"]: c for c in json.loads(sbom.read_text())["components"]}
+    assert components["cel-python"]["licenses"] == [
+        {"expression": "Apache-2.0", "acknowledgement": "concluded"}
+    ]
+    assert components["PyYAML"]["licenses"] == [{"expression": "MIT"}]
+    assert f"rmi {OPERATOR}-sbom-stage" in log.read_text().splitlines()
+    assert f"{OPERATOR}: SBOM {sbom}" in done.stdout
     out = done.stdout
     assert f"skipped {ANSIBLE_OPERATOR}: its base {QUAY}" in out
     for name in (OPERATOR, "ghcr.io/c5c3/glance:2026.2"):
