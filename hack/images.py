@@ -378,8 +378,7 @@ def write_sbom(docker: Docker, build: Build, network: str, out_dir: Path = SBOM_
     with the concluded licences added. Nothing of the stage is left in Docker."""
     image = build.image
     staged = f"{image.name}-sbom-stage"
-    command = build_command(build, network)
-    command[-3:-1] = ["--target", image.sbom_stage or "", "-t", staged]
+    command = build_command(build, network, target=image.sbom_stage, tag=staged)
     if docker.stream(command[1:]) != 0:
         raise ImagesError(f"docker build of {image.name}'s SBOM failed: " + shlex.join(command))
     try:
@@ -398,10 +397,12 @@ def write_sbom(docker: Docker, build: Build, network: str, out_dir: Path = SBOM_
     return path
 
 
-def build_command(build: Build, network: str) -> list[str]:
+def build_command(
+    build: Build, network: str, target: str | None = None, tag: str | None = None
+) -> list[str]:
     """The ``docker build`` of one image, run from the repository root. The Python base is
     passed only where it is not the Dockerfile's default; ``-f`` only where the Dockerfile
-    is not the context's own."""
+    is not the context's own. ``target``: one stage of it (``--target``), tagged ``tag``."""
     image = build.image
     command = ["docker", "build"]
     if network:
@@ -412,7 +413,9 @@ def build_command(build: Build, network: str) -> list[str]:
         command += ["--build-arg", f"{name}={value}"]
     if Path(image.dockerfile) != Path(image.context) / "Dockerfile":
         command += ["-f", image.dockerfile]
-    return [*command, "-t", image.name, image.context]
+    if target:
+        command += ["--target", target]
+    return [*command, "-t", tag or image.name, image.context]
 
 
 # --- Docker -----------------------------------------------------------------------------------

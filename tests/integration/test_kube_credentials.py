@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import base64
 import datetime
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kube_harness import ApiError
+from support.exec_plugin import ExecPlugin
 
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_client as kc
 
@@ -69,26 +68,6 @@ def test_a_data_client_certificate_authenticates_and_leaves_nothing_behind(
     assert list(scratch.iterdir()) == []
 
 
-def write_plugin(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """An exec plugin that answers the ExecCredential status in ``status.json`` (written by
-    the test, changed between requests) and counts its runs in ``runs``."""
-    status, runs, plugin = tmp_path / "status.json", tmp_path / "runs", tmp_path / "plugin.py"
-    plugin.write_text(
-        f"#!{sys.executable}\n"
-        "import json\n"
-        f"open({str(runs)!r}, 'a').write('x')\n"
-        f"status = json.load(open({str(status)!r}))\n"
-        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1',"
-        " 'kind': 'ExecCredential', 'status': status}))\n"
-    )
-    plugin.chmod(0o755)
-    return plugin, status, runs
-
-
-def exec_user(plugin: Path) -> dict[str, Any]:
-    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}}
-
-
 def service_account_token(kube, namespace: str, name: str) -> str:
     """A bound token of a new ServiceAccount ``name`` (TokenRequest): valid while the
     ServiceAccount exists."""
@@ -130,40 +109,39 @@ def test_an_exec_token_the_server_stops_accepting_is_renewed_on_the_401(kube, tm
     kube.client.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
     first = service_account_token(kube, namespace, "first")
     second = service_account_token(kube, namespace, "second")
-    plugin, status, runs = write_plugin(tmp_path)
-    status.write_text(json.dumps({"token": first}))
-    client = client_of(kube, tmp_path, exec_user(plugin))
+    plugin = ExecPlugin(tmp_path, [{"token": first}])
+    client = client_of(kube, tmp_path, plugin.user)
     assert whoami(client)["username"] == f"system:serviceaccount:{namespace}:first"
-    assert runs.read_text() == "x"
+    assert plugin.runs == 1
 
     kube.client.delete(f"/api/v1/namespaces/{namespace}/serviceaccounts/first")
     wait_for(lambda: refused(kube, first), "the first token is still accepted")
-    status.write_text(json.dumps({"token": second}))
+    plugin.answer({"token": second})
     before = client.requests
     assert whoami(client)["username"] == f"system:serviceaccount:{namespace}:second"
-    assert runs.read_text() == "xx"  # once for the 401, not for every request
+    assert plugin.runs == 2  # once for the 401, not for every request
     assert client.requests - before == 2  # the 401, then the same request again
     assert whoami(client)["username"] == f"system:serviceaccount:{namespace}:second"
-    assert runs.read_text() == "xx"
+    assert plugin.runs == 2
 
 
 def test_a_renewed_exec_certificate_is_presented_on_a_new_connection(kube, tmp_path):
     """The plugin's certificate expires and the plugin gives another (another user): the
     client makes a new TLS context and closes the old pool's connections, so the server
     sees the new certificate (a kept-alive connection would authenticate the old one)."""
-    plugin, status, runs = write_plugin(tmp_path)
+    plugin = ExecPlugin(tmp_path)
 
     def answer(user: str, expires: datetime.datetime | None) -> None:
         cert, key = kube.client_certificate(user)
         body = {"clientCertificateData": cert.decode(), "clientKeyData": key.decode()}
         if expires is not None:
             body["expirationTimestamp"] = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
-        status.write_text(json.dumps(body))
+        plugin.answer(body)
 
     expires = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     expires += datetime.timedelta(seconds=2)
     answer("exec-cert-one", expires)
-    client = client_of(kube, tmp_path, exec_user(plugin))
+    client = client_of(kube, tmp_path, plugin.user)
     assert whoami(client)["username"] == "exec-cert-one"
     assert whoami(client)["username"] == "exec-cert-one"  # kept alive, not renewed
     answer("exec-cert-two", None)
@@ -171,7 +149,7 @@ def test_a_renewed_exec_certificate_is_presented_on_a_new_connection(kube, tmp_p
         lambda: datetime.datetime.now(datetime.UTC) > expires, "the certificate has not expired"
     )
     assert whoami(client)["username"] == "exec-cert-two"
-    assert runs.read_text() == "xx"
+    assert plugin.runs == 2
 
 
 def test_impersonation_is_honoured(kube, tmp_path):

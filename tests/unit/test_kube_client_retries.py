@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.exec_plugin import ExecPlugin
 
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import kube_client as kc
 
@@ -185,51 +185,36 @@ def test_a_reset_get_is_sent_again_a_reset_post_is_not():
     assert [m for m, *_ in server.seen] == ["POST"]
 
 
-def exec_user(tmp_path: Path, tokens: list[str]) -> tuple[dict, Path]:
-    """An exec-plugin user answering the tokens of ``tokens`` in turn (the last repeats),
-    with no expiry; and the file counting its runs."""
-    state, runs = tmp_path / "tokens.json", tmp_path / "runs"
-    state.write_text(json.dumps(tokens))
-    plugin = tmp_path / "plugin.py"
-    plugin.write_text(
-        f"#!{sys.executable}\n"
-        "import json, sys\n"
-        f"tokens = json.load(open({str(state)!r}))\n"
-        f"open({str(runs)!r}, 'a').write('x')\n"
-        f"json.dump(tokens[1:] or tokens, open({str(state)!r}, 'w'))\n"
-        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1',"
-        " 'kind': 'ExecCredential', 'status': {'token': tokens[0]}}))\n"
-    )
-    plugin.chmod(0o755)
-    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}}
-    return user, runs
+def exec_plugin(tmp_path: Path, tokens: list[str]) -> ExecPlugin:
+    """A plugin answering the tokens of ``tokens`` in turn (the last repeats), no expiry."""
+    return ExecPlugin(tmp_path, [{"token": token} for token in tokens])
 
 
 UNAUTHORIZED = (401, {}, {"kind": "Status", "code": 401, "message": "Unauthorized"})
 
 
 def test_an_exec_token_the_server_refuses_is_renewed_and_the_request_sent_once_more(tmp_path):
-    user, runs = exec_user(tmp_path, ["revoked", "fresh"])
+    plugin = exec_plugin(tmp_path, ["revoked", "fresh"])
     with ScriptedServer([UNAUTHORIZED, OK]) as server:
-        client = client_of(server, user=user)
+        client = client_of(server, user=plugin.user)
         client.apply(CONFIGMAP, field_manager="t")
     sent = [headers["authorization"] for *_, headers in server.seen]
     assert sent == [["Bearer revoked"], ["Bearer fresh"]]
-    assert runs.read_text() == "xx"  # at load, and once for the 401
+    assert plugin.runs == 2  # at load, and once for the 401
 
 
 def test_a_401_the_renewed_credential_gets_too_is_the_callers_error(tmp_path):
-    user, runs = exec_user(tmp_path, ["revoked", "also-revoked"])
+    plugin = exec_plugin(tmp_path, ["revoked", "also-revoked"])
     with ScriptedServer([UNAUTHORIZED]) as server, pytest.raises(kc.ApiError, match="401"):
-        client_of(server, user=user).get("v1", "ConfigMap", "x", "n")
-    assert len(server.seen) == 2 and runs.read_text() == "xx"
+        client_of(server, user=plugin.user).get("v1", "ConfigMap", "x", "n")
+    assert len(server.seen) == 2 and plugin.runs == 2
 
 
 def test_a_401_with_a_plugin_that_answers_the_same_token_is_not_sent_again(tmp_path):
-    user, runs = exec_user(tmp_path, ["same"])
+    plugin = exec_plugin(tmp_path, ["same"])
     with ScriptedServer([UNAUTHORIZED]) as server, pytest.raises(kc.ApiError, match="401"):
-        client_of(server, user=user).get("v1", "ConfigMap", "x", "n")
-    assert len(server.seen) == 1 and runs.read_text() == "xx"
+        client_of(server, user=plugin.user).get("v1", "ConfigMap", "x", "n")
+    assert len(server.seen) == 1 and plugin.runs == 2
 
 
 def test_a_static_token_is_not_sent_again_after_a_401(tmp_path):
