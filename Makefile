@@ -47,6 +47,10 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 	  echo "$$log" | sed -n '/"msg": \[/,/^    \]/p' | sed '1d;$$d'; \
 	done
 
+.PHONY: diagnose
+diagnose: venv ## Say what is wrong with a Glance in the cluster of KUBECONFIG, one line per finding with its fix (GLANCE=<namespace>/<name>; FORMAT=json for tools; reads only)
+	@$(BIN)/python hack/diagnose.py "$(GLANCE)" --format $(or $(FORMAT),text)
+
 # `make test`'s steps, each `make STEP` in turn and timed: `make unit`'s, with the set-up of
 # `other-tiers` and the Kubernetes binaries it waits for as steps of their own, so the table
 # at the end (hack/time_table.py, out/time-table.txt) says what each cost.

@@ -21,7 +21,7 @@ RUNNER = ROOT / "runner"
 PREFIX = "ansible_collections.c5c3.glance.plugins.module_utils."
 
 # Bottom first: a floor may import its own and those before it.
-MODULE_UTILS_FLOORS = ["gosemantics", "admission", "desired", "kube", "passes"]
+MODULE_UTILS_FLOORS = ["gosemantics", "admission", "desired", "kube", "passes", "diagnose"]
 # settings and logs are the ground every runner floor stands on; the controller-runtime
 # trio at the top of runner/ ties the floors below together, one on the other.
 RUNNER_FLOORS = {

@@ -225,7 +225,7 @@ def _parent_of(client: KubeClient, backend: dict) -> dict | None:
     return None
 
 
-def _children_of(
+def children_of(
     client: KubeClient, owner: dict | None, p: Mapping[str, Any]
 ) -> tuple[KubeClient | None, dict | None]:
     """The client of the cluster ``owner``'s children live in: ``client`` itself, or the
@@ -280,7 +280,7 @@ def gather(p: Mapping[str, Any]) -> dict[str, Any]:
                 children = result.pop("_children", None)
             else:
                 parent = _parent_of(client, obj)
-                children, info = _children_of(client, parent, p)
+                children, info = children_of(client, parent, p)
                 if info is not None:
                     result["target_cluster"] = info
                 if children is not None:
@@ -318,7 +318,7 @@ def _gather_glance_pass(client: KubeClient, glance: dict, p: Mapping[str, Any]) 
         # write there): nothing to read, nothing to sweep.
         out["owned"] = []
         return out
-    children, info = _children_of(client, glance, p)
+    children, info = children_of(client, glance, p)
     if info is not None:
         out["target_cluster"] = info
     if children is None:
