@@ -51,11 +51,12 @@ demo: venv ## Render the bundled samples into out/ and summarise each render
 diagnose: venv ## Say what is wrong with a Glance in the cluster of KUBECONFIG, one line per finding with its fix (GLANCE=<namespace>/<name>; FORMAT=json for tools; reads only)
 	@$(BIN)/python hack/diagnose.py "$(GLANCE)" --format $(or $(FORMAT),text)
 
-# `make test`'s steps, each `make STEP` in turn and timed: `make unit`'s, with the set-up of
-# `other-tiers` and the Kubernetes binaries it waits for as steps of their own, so the table
-# at the end (hack/time_table.py, out/time-table.txt) says what each cost.
-TEST_STEPS := venv lint unit-tier glance-venvs e2e-env promtool docker-engine cluster-packages \
-  $(if $(KUBE_ASSETS_DIR),,kube-assets) $(if $(HELM),,helm) other-tiers
+# `make test`'s steps, each `make STEP` in turn and timed: lint, the set-up of the tiers and
+# the Kubernetes binaries they wait for as steps of their own, then every tier at once
+# (`all-tiers`: tests/unit beside the node's and the rest's streams), so the table at the
+# end (hack/time_table.py, out/time-table.txt) says what each cost.
+TEST_STEPS := venv lint glance-venvs e2e-env promtool docker-engine cluster-packages \
+  $(if $(KUBE_ASSETS_DIR),,kube-assets) $(if $(HELM),,helm) all-tiers
 .PHONY: test
 test: ## Lint, then every test; the Go programs the tests use are built in the background meanwhile (hack/prebuild.py); a table of where the time went at the end
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it with pyenv (pyenv install 3.12) or put python3.12 on PATH" >&2; exit 1; }
@@ -78,7 +79,11 @@ unit-tier: venv ## tests/unit alone, strictly: what needs Python and nothing els
 
 .PHONY: other-tiers
 other-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier but tests/unit, strictly: the node's tiers and the rest at once (hack/tiers.py)
-	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python hack/tiers.py -q --durations=30 -m "not chaos and not figures"
+	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python hack/tiers.py -q --durations=30 -m "not chaos and not figures and not molecule_target"
+
+.PHONY: all-tiers
+all-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier, strictly, as make test runs them: tests/unit, the node's tiers and the rest at once (hack/tiers.py --with-unit)
+	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python hack/tiers.py --with-unit -q --durations=30 -m "not chaos and not figures and not molecule_target"
 
 .PHONY: lint
 lint: venv ## ruff, yamllint, ansible-lint (production profile), gofmt of hack/'s Go
@@ -226,6 +231,10 @@ cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address
 .PHONY: chaos
 chaos: venv e2e-env docker-engine cluster-packages ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load; prints one row per fault
 	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster/test_chaos.py
+
+.PHONY: molecule
+molecule: venv e2e-env docker-engine cluster-packages ## Every molecule scenario as docs/molecule.md runs it (offline, default, kind, node); make test runs kind alone (docs/decisions.md)
+	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/molecule
 
 .PHONY: transfer-figures
 transfer-figures: venv e2e-env docker-engine cluster-packages ## An image through the Service, the pod and loopback on the one-node cluster: MiB/s and CPU per GiB (tests/cluster/test_transfer.py, docs/e2e.md)

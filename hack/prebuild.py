@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Go programs the tests use, built in the background while ``make test`` runs its steps.
 
-    python3 hack/prebuild.py --steps venv lint unit-tier ... other-tiers   # what `make test` runs
+    python3 hack/prebuild.py --steps venv lint ... all-tiers   # what `make test` runs
     python3 hack/prebuild.py -- make lint unit     # any one command instead of steps
     python3 hack/prebuild.py --list                # what it builds, in order
 

@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""Every test tier but tests/unit, as two pytest processes at once (``make other-tiers``).
+"""Every test tier but tests/unit, as two pytest processes at once (``make other-tiers``);
+with ``--with-unit``, tests/unit as a third beside them (``make all-tiers``, what ``make
+test`` runs).
 
-    python3 hack/tiers.py [pytest options...]
+    python3 hack/tiers.py [--with-unit] [pytest options...]
 
 * ``node``: the one-node cluster's tier, tests/cluster, then the molecule scenario that
-  runs on that node (``node``: the cluster tier ends by taking its node down first). Most
+  runs on that node (``node``: the cluster tier ends by taking its node down first; ``make
+  test`` leaves it to ``make molecule`` with ``-m "not molecule_target"``). Most
   of their time is spent waiting on the node: pods scheduled and started, Glance importing
   itself, Jobs completing, a rollout. It is the longer stream: what can run elsewhere does.
 * ``rest``: every other tier (render, playbooks, reconcile, integration, runner, install,
   e2e, then the molecule scenarios that need no node: ``offline``, ``default`` on a
-  kube-apiserver of its own, ``kind`` in Docker; ``tests/support/tiers.py``'s order). It
+  kube-apiserver of its own, ``kind`` in Docker; ``tests/support/tiers.py``'s order;
+  ``make test`` runs ``kind`` alone of them). It
   runs at the lowest CPU priority (nice 19), so it takes what the node's tiers leave of
   the cores instead of slowing them.
+
+* ``unit`` (``--with-unit``): tests/unit, which needs Python and nothing else (none of
+  the Kubernetes binaries' or helm's variables reach it, as under ``make unit-tier``). It
+  is pure CPU for about two and a half minutes, while the node stream starts its node
+  and builds its images, which is mostly waiting: run before the two, it kept a core idle
+  that long.
 
 Nothing of one is the other's: the node is the node stream's alone; the rest binds
 loopback ports it picks free and its own kube-apiservers, and kind's node is a Docker
@@ -22,7 +32,7 @@ its results to ``out/tiers-<stream>.xml`` (JUnit), its modules' seconds to
 ``out/timings-<stream>.json`` (tests/support/timings.py, for hack/time_table.py), and its
 pytest cache apart. At the end each stream's summary is printed again; the exit status is
 the first non-zero of the two.
-SIGTERM or SIGINT stops both. Standard library only.
+SIGTERM or SIGINT stops them all. Standard library only.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ NODE_TIERS = ("tests/cluster", "tests/molecule")
 # The one molecule scenario that runs on the machine's one node; its others (offline, default
 # on a kube-apiserver of its own, kind in Docker) need no node and run in the rest stream.
 NODE_SCENARIO = "tests/molecule/test_scenarios.py::test_molecule_scenario[node]"
+# What the unit tier must not see (tests/unit needs Python alone; make unit-tier runs it so).
+NOT_FOR_UNIT = ("KUBE_ASSETS_DIR", "KUBEBUILDER_ASSETS", "HELM")
 
 
 @dataclass
@@ -49,6 +61,7 @@ class Stream:
     name: str
     args: list[str]
     nice: int = 0
+    unset: tuple[str, ...] = ()
     process: subprocess.Popen | None = None
     lines: list[str] = field(default_factory=list)
     started: float = 0.0
@@ -67,9 +80,12 @@ class Stream:
         ]
 
 
-def streams() -> list[Stream]:
+def streams(with_unit: bool = False) -> list[Stream]:
     rest = ["--ignore=tests/unit", "--ignore=tests/cluster", f"--deselect={NODE_SCENARIO}", "tests"]
-    return [Stream("node", ["tests/cluster", NODE_SCENARIO]), Stream("rest", rest, nice=19)]
+    found = [Stream("node", ["tests/cluster", NODE_SCENARIO]), Stream("rest", rest, nice=19)]
+    if with_unit:
+        found.insert(0, Stream("unit", ["tests/unit"], unset=NOT_FOR_UNIT))
+    return found
 
 
 def summary(lines: list[str]) -> list[str]:
@@ -83,13 +99,17 @@ def summary(lines: list[str]) -> list[str]:
 
 
 def run(
-    options: list[str], python: str = sys.executable, out: Path = OUT, signals: bool = False
+    options: list[str],
+    python: str = sys.executable,
+    out: Path = OUT,
+    signals: bool = False,
+    with_unit: bool = False,
 ) -> int:
-    """Both streams at once; the first non-zero exit status of the two. With ``signals``,
-    SIGTERM and SIGINT are passed on to both (the command line's run)."""
+    """The streams at once; the first non-zero exit status of them. With ``signals``,
+    SIGTERM and SIGINT are passed on to each (the command line's run)."""
     out.mkdir(exist_ok=True)
     out_lock = threading.Lock()
-    found = streams()
+    found = streams(with_unit)
 
     def log_of(stream: Stream) -> Path:
         return out / f"tiers-{stream.name}.log"
@@ -127,7 +147,10 @@ def run(
             text=True,
             errors="replace",
             start_new_session=True,
-            env={**os.environ, "C5C3_TIMINGS_FILE": str(out / f"timings-{stream.name}.json")},
+            env={
+                **{k: v for k, v in os.environ.items() if k not in stream.unset},
+                "C5C3_TIMINGS_FILE": str(out / f"timings-{stream.name}.json"),
+            },
             preexec_fn=(lambda nice=nice: os.nice(nice)) if nice else None,
         )
         print(
@@ -152,4 +175,6 @@ def run(
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1:], signals=True))
+    arguments = sys.argv[1:]
+    unit = "--with-unit" in arguments
+    sys.exit(run([a for a in arguments if a != "--with-unit"], signals=True, with_unit=unit))

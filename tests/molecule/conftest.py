@@ -7,6 +7,10 @@ checkout root. Here each scenario's id names the scenario and the cluster it run
 (docs/molecule.md): ``offline``; ``default-kube-apiserver`` when ``KUBE_ASSETS_DIR`` (or
 ``KUBEBUILDER_ASSETS``) is set, else ``default-api-double``; ``kind``. A scenario not
 named here keeps its own name.
+
+``offline``, ``default`` and ``node`` carry the mark ``molecule_target``: ``make test``
+leaves them to ``make molecule`` (docs/decisions.md, "What left make test"); ``kind`` is
+the scenario ``make test`` runs.
 """
 
 from __future__ import annotations
@@ -29,6 +33,19 @@ def cluster_of(scenario: str) -> str | None:
 def test_id(scenario: str) -> str:
     cluster = cluster_of(scenario)
     return scenario if cluster is None else f"{scenario}-{cluster}"
+
+
+MAKE_MOLECULE_ONLY = ("offline", "default", "node")
+"""The scenarios ``make test`` leaves to ``make molecule``: each proves again what make test
+proves elsewhere (docs/decisions.md)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        scenario = spec.params.get("molecule_scenario") if spec is not None else None
+        if scenario is not None and getattr(scenario, "name", None) in MAKE_MOLECULE_ONLY:
+            item.add_marker(pytest.mark.molecule_target)
 
 
 @pytest.hookimpl(trylast=True)

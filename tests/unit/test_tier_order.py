@@ -119,3 +119,39 @@ def test_both_streams_run_at_once_each_logged_and_the_failure_is_the_exit_status
     seconds = {k: int(v) for k, v in re.findall(r"\[tiers\] (\w+): exit \d after (\d+) s", printed)}
     assert seconds["rest"] >= 2 and seconds["node"] < seconds["rest"], printed
     assert printed.count("[rest] 1 passed") == 2  # as it came, and in the summary at the end
+
+
+FAKE_PYTEST_ENV = """#!/bin/sh
+# Stands in for `python -m pytest ...`: says whether it sees the Kubernetes binaries.
+echo "args $*"
+echo "assets ${KUBE_ASSETS_DIR:-none} helm ${HELM:-none}"
+echo "1 passed"
+"""
+
+
+def test_make_test_runs_the_unit_tier_as_a_third_stream_without_the_cluster_variables(
+    tmp_path, monkeypatch
+):
+    unit, node, rest = tiers.streams(with_unit=True)
+    assert (unit.name, unit.args, unit.nice) == ("unit", ["tests/unit"], 0)
+    assert [s.name for s in (node, rest)] == ["node", "rest"]
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTEST_ENV)
+    python.chmod(0o755)
+    monkeypatch.setenv("KUBE_ASSETS_DIR", "/opt/kube")
+    monkeypatch.setenv("HELM", "/opt/helm")
+    assert tiers.run(["-q"], python=str(python), out=tmp_path / "out", with_unit=True) == 0
+    logs = {name: (tmp_path / "out" / f"tiers-{name}.log").read_text() for name in ("unit", "node")}
+    assert "assets none helm none" in logs["unit"] and "-q tests/unit" in logs["unit"]
+    assert "assets /opt/kube helm /opt/helm" in logs["node"]
+    printed = subprocess.run(
+        ["make", "-n", "--no-print-directory", "all-tiers"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (
+        'hack/tiers.py --with-unit -q --durations=30 -m "not chaos and not figures and not molecule_target"'
+        in printed
+    )
