@@ -16,8 +16,14 @@ description:
     finds in words with its fix, the first cause first (the one that explains the most).
   - What it knows (each cause, what shows it, the fix) is
     C(plugins/module_utils/diagnose/causes.py); C(docs/operations.md) has it as a table.
-  - Reads only (GET and LIST); it never writes. A read the API server forbids ends the
-    step, naming the permission that is missing.
+  - Then, from inside one running API pod (C(pods/exec)), checks with Glance's own
+    configuration what Glance depends on - its C(/healthcheck), the database, a Keystone
+    token for the service user, an image list with it, each S3 store's bucket - and says
+    each failure as its cause.
+  - Reads only (GET and LIST, and the exec of a program that writes nothing); it never
+    writes to the cluster. A read the API server forbids ends the step, naming the
+    permission that is missing; without C(create pods/exec) the checks from inside a pod
+    are left out, with a note saying so.
 options:
   name:
     description: The Glance's name.
@@ -33,6 +39,14 @@ options:
         C(spec.targetClusterRef) has its pods and Jobs read there).
     type: str
     default: c5c3-clusters
+  in_pod_checks:
+    description: Make the checks from inside an API pod.
+    type: bool
+    default: true
+  check_timeout:
+    description: Seconds the checks from inside an API pod may take together.
+    type: float
+    default: 60
 extends_documentation_fragment:
   - c5c3.glance.kube
 """
@@ -51,7 +65,8 @@ report:
     - C(glance) (namespace/name), C(state) (healthy, progressing or faulty), C(healthy),
       C(first_cause), C(summary) and C(findings), first cause first; each finding has
       C(cause), C(severity) (fault, progress or note), C(rank), C(title), C(subject),
-      C(detail), C(fix) and C(evidence) (a failed container's last log lines).
+      C(detail), C(fix) and C(evidence) (a failed container's last log lines); C(checks),
+      the checks from inside an API pod (C(check), C(subject), C(ok), C(kind), C(error)).
   type: dict
   returned: success
 lines:

@@ -26,6 +26,7 @@ import base64
 import hashlib
 import json
 import os
+import subprocess
 import threading
 import time
 from typing import Any
@@ -224,6 +225,38 @@ def test_the_api_pods_pass_their_rendered_probes(node, ready_glance):
     found = conditions(glance(node))
     assert found["GlanceAPIReady"]["status"] == "True", found["GlanceAPIReady"]
     assert found["Ready"]["status"] == "True"
+
+
+def test_diagnose_says_the_ready_glance_is_healthy_with_every_check_from_its_pod(
+    node, ready_glance
+):
+    """docs/operations.md's command, as typed in the checkout with the node's KUBECONFIG:
+    healthy, no finding, and every check from inside an API pod (a real exec through the
+    API server and the kubelet) passed: /healthcheck, the database with Glance's URL,
+    Keystone with the service user, an image list with its token, both S3 stores."""
+    env = {**os.environ, "KUBECONFIG": str(node.kubeconfig)}
+    env.pop("ANSIBLE_CONFIG", None)
+    done = subprocess.run(
+        ["bash", "-c", "make diagnose GLANCE=openstack/glance FORMAT=json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert (report["state"], report["findings"]) == ("healthy", []), report
+    assert sorted(c["check"] for c in report["checks"]) == [
+        "database",
+        "healthcheck",
+        "images",
+        "keystone",
+        "s3",
+        "s3",
+    ], report["checks"]
+    assert all(c["ok"] for c in report["checks"]), report["checks"]
 
 
 # --- 4. an image through the Service --------------------------------------------------------

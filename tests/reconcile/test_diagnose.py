@@ -106,6 +106,8 @@ def in_process(api) -> dict[str, Any]:
             "context": None,
             "request_timeout": 30.0,
             "clusters_namespace": "c5c3-clusters",
+            "in_pod_checks": True,
+            "check_timeout": 60.0,
         }
     )
     assert not result.get("failed"), result
@@ -339,6 +341,13 @@ def test_what_the_kubelet_and_the_scheduler_say_of_the_api_pods_is_said_in_words
     ]
     assert report["state"] == "faulty"
     assert report["first_cause"] == "image-pull"
+    # No API pod runs its container: the checks from inside one were not made, and a note
+    # says so (the node's Glance has them made: tests/cluster/test_operator.py).
+    assert said[-1] == (
+        "checks-not-made",
+        f"Glance {api.namespace}/glance",
+        "no API pod runs its glance-api container",
+    )
 
 
 def test_a_user_who_may_not_read_everything_is_told_which_permission_is_missing(api, tmp_path):

@@ -14,6 +14,7 @@ from support.hack_scripts import hack_script
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
 from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import causes as k
 from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import findings as fd
+from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import in_pod
 from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import reads as rd
 
 STAMP = "2026-12-07T00:00:00Z"
@@ -434,3 +435,90 @@ def test_one_line_per_finding_with_its_fix():
         '"glance-db" not found - fix: create the Secret with the keys username and password '
         "(docs/secrets.md)"
     )
+
+
+# --- the checks from inside an API pod ----------------------------------------------------
+
+
+def test_the_in_pod_script_compiles_and_its_lines_are_read_apart_from_the_rest():
+    compile(in_pod.SCRIPT, "in_pod.SCRIPT", "exec")
+    argv = in_pod.command()
+    assert argv[:2] == ["/var/lib/openstack/bin/python", "-c"]
+    assert argv[3:] == ["/etc/glance/glance-api.conf.d/,/etc/glance/backends.conf.d/", "9292", "5"]
+    out = b'warning: something\n{"check": "s3", "ok": true}\nnot json\n[1]\n'
+    assert in_pod.parse(out) == [{"check": "s3", "ok": True}]
+
+
+@pytest.mark.parametrize(
+    ("check", "kind", "cause"),
+    [
+        ("database", "auth", "db-auth"),
+        ("database", "unreachable", "db-unreachable"),
+        ("keystone", "auth", "keystone-auth"),
+        ("s3", "auth", "s3-auth"),
+        ("s3", "bucket", "s3-bucket"),
+        ("s3", "unreachable", "s3-unreachable"),
+        ("healthcheck", "unreachable", "api-unhealthy"),
+        ("keystone", "other", "check-failed"),
+    ],
+)
+def test_a_failed_check_names_its_cause(check, kind, cause):
+    said = {"check": check, "subject": "what", "ok": False, "kind": kind, "error": "why"}
+    (found,) = fd.check_findings("glance-a", [said, {"check": "x", "ok": True}], {})
+    assert (found["cause"], found["subject"], found["detail"]) == (
+        cause,
+        f"Pod glance-a check {check}",
+        f"what: {kind}: why",
+    )
+
+
+def test_server_errors_of_the_api_are_named_by_its_log():
+    said = {"check": "images", "subject": "GET /v2/images", "ok": False, "kind": "server-error"}
+    log = {"lines": ["INFO start", LOG_LINES["policy-error"]]}
+    (found,) = fd.check_findings("glance-a", [said], log)
+    assert found["cause"] == "policy-error"
+    (plain,) = fd.check_findings("glance-a", [said], {"lines": ["INFO start"]})
+    assert plain["cause"] == "api-errors"
+
+
+def test_the_checks_run_in_a_running_api_pod_a_ready_one_first():
+    def pod(name, state, ready, component="api", stamp=STAMP):
+        return {
+            "metadata": {
+                "name": name,
+                "creationTimestamp": stamp,
+                "labels": {"app.kubernetes.io/component": component},
+            },
+            "status": {
+                "containerStatuses": [{"name": "glance-api", "state": {state: {}}, "ready": ready}]
+            },
+        }
+
+    assert rd.running_api_pod([pod("a", "waiting", False)]) is None
+    assert rd.running_api_pod([pod("j", "running", True, component="db-sync")]) is None
+    pods = [pod("old", "running", True), pod("new", "running", False, stamp="2026-12-08T00:00:00Z")]
+    assert rd.running_api_pod(pods) == "old"
+    report = fd.diagnosis(
+        glance(*HEALTHY), [], [], [], [], {}, [fd.not_checked(glance(), "no pod")]
+    )
+    assert report["healthy"] and report["findings"][0]["cause"] == "checks-not-made"
+
+
+def test_the_module_documents_exactly_the_spec_its_action_plugin_runs():
+    import yaml
+
+    from ansible_collections.c5c3.glance.plugins.action import diagnose as action
+    from ansible_collections.c5c3.glance.plugins.doc_fragments.kube import ModuleDocFragment
+    from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import step
+    from ansible_collections.c5c3.glance.plugins.modules import diagnose as module
+
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    assert doc["extends_documentation_fragment"] == ["c5c3.glance.kube"]
+    documented = {**doc["options"], **yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]}
+    assert set(documented) == set(step.DIAGNOSE_SPEC)
+    for option, rules in step.DIAGNOSE_SPEC.items():
+        assert documented[option]["type"] == rules["type"], option
+        assert documented[option].get("required", False) == rules.get("required", False)
+        assert documented[option].get("default") == rules.get("default"), option
+    assert action.ActionModule.SPEC is step.DIAGNOSE_SPEC
+    assert action.ActionModule.STEP is step.diagnose

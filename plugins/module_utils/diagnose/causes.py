@@ -290,6 +290,21 @@ CAUSES: tuple[Cause, ...] = (
         "correct the option the log names (spec.extraConfig, most often)",
     ),
     Cause(
+        "api-errors",
+        67,
+        FAULT,
+        "the API answers requests with server errors",
+        "read the API container's log (in the finding): a policy or an option Glance "
+        "cannot use (spec.policyOverrides, spec.extraConfig) is the usual cause",
+    ),
+    Cause(
+        "check-failed",
+        69,
+        FAULT,
+        "a check from inside an API pod failed",
+        "read the check's message",
+    ),
+    Cause(
         "crashing",
         70,
         FAULT,
@@ -374,6 +389,14 @@ CAUSES: tuple[Cause, ...] = (
         PROGRESS,
         "a GlanceBackend's configuration is not yet in the API pods",
         "wait for the next pass of the Glance",
+    ),
+    Cause(
+        "checks-not-made",
+        97,
+        NOTE,
+        "the checks from inside an API pod were not made",
+        "see why in the finding: no API pod runs, or create pods/exec is not granted "
+        "(docs/operations.md, 'Diagnose a Glance')",
     ),
     Cause(
         "owned-keys-overridden",
@@ -503,6 +526,22 @@ LOG_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("glance-config", re.compile(r"oslo_config\.cfg\.\w*(Error|Invalid)\w*|ConfigFileValueError")),
 )
+
+# A check from inside an API pod (in_pod.py), by (check, kind of failure); any other
+# failure names "check-failed".
+CHECK_CAUSES: dict[tuple[str, str], str] = {
+    ("database", "auth"): "db-auth",
+    ("database", "missing"): "db-missing",
+    ("database", "unreachable"): "db-unreachable",
+    ("keystone", "auth"): "keystone-auth",
+    ("keystone", "unreachable"): "keystone-unreachable",
+    ("s3", "auth"): "s3-auth",
+    ("s3", "bucket"): "s3-bucket",
+    ("s3", "unreachable"): "s3-unreachable",
+    ("healthcheck", "unreachable"): "api-unhealthy",
+    ("healthcheck", "other"): "api-unhealthy",
+    ("images", "server-error"): "api-errors",
+}
 
 # The Job components: which cause a failed Job of each names.
 JOB_CAUSES = {

@@ -9,7 +9,7 @@ Pure functions of the objects read; nothing here talks to the cluster.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.c5c3.glance.plugins.module_utils.desired import conditions as c
@@ -274,6 +274,34 @@ def _running_job(
     return [_with_log(cause, f"Job {name}", f"running; {len(failed)} of its pods failed", log)]
 
 
+# --- the checks from inside an API pod ------------------------------------------------------
+
+
+def check_findings(
+    pod: str, checks: list[Mapping[str, Any]], api_log: Mapping[str, Any]
+) -> list[dict]:
+    """A finding for each check that failed; a server error of the API is named by the API
+    container's log where a line of it names a cause."""
+    out = []
+    for check in checks:
+        if check.get("ok"):
+            continue
+        key = (str(check.get("check")), str(check.get("kind")))
+        cause = k.CHECK_CAUSES.get(key, "check-failed")
+        subject = f"Pod {pod} check {key[0]}"
+        detail = f"{check.get('subject')}: {check.get('kind')}: {check.get('error')}"
+        if cause == "api-errors":
+            out.append(_with_log(cause, subject, detail, api_log))
+        else:
+            out.append(finding(cause, subject, detail))
+    return out
+
+
+def not_checked(glance: Mapping[str, Any], why: str) -> dict:
+    subject = f"Glance {glance['metadata']['namespace']}/{glance['metadata']['name']}"
+    return finding("checks-not-made", subject, why)
+
+
 # --- the report ---------------------------------------------------------------------------
 
 
@@ -284,9 +312,11 @@ def diagnosis(
     jobs: list[Mapping[str, Any]],
     events: list[Mapping[str, Any]],
     logs: Mapping[str, Mapping[str, Any]],
+    inside: Sequence[dict] = (),
 ) -> dict[str, Any]:
-    """Every finding, first cause first, and the summary."""
-    found = glance_findings(glance)
+    """Every finding, first cause first, and the summary; ``inside``: the findings of the
+    checks from inside an API pod (``check_findings``, ``not_checked``)."""
+    found = glance_findings(glance) + list(inside)
     for backend in backends:
         found.extend(backend_findings(backend))
     found.extend(job_findings(jobs, pods, logs))

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.api import API_CONTAINER
 from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.metadata import (
+    COMPONENT_API,
+    COMPONENT_LABEL,
     JOB_NAME_LABEL,
     selector_labels,
 )
@@ -139,3 +142,22 @@ def read_log(
         return {"error": f"HTTP {answer.status}: {str(said)[:300]}"}
     text = answer.body.decode(errors="replace")
     return {"lines": [line for line in text.splitlines() if line.strip()][-LOG_LINES:]}
+
+
+def running_api_pod(pods: list[Mapping[str, Any]]) -> str | None:
+    """The API pod to check from: one whose ``glance-api`` container runs, a Ready one
+    first, the newest first; None when none runs."""
+    running = []
+    for pod in pods:
+        labels = pod["metadata"].get("labels") or {}
+        status = pod.get("status") or {}
+        if labels.get(COMPONENT_LABEL) != COMPONENT_API or pod["metadata"].get("deletionTimestamp"):
+            continue
+        for cs in status.get("containerStatuses") or []:
+            if cs.get("name") == API_CONTAINER and "running" in (cs.get("state") or {}):
+                ready = bool(cs.get("ready"))
+                running.append((ready, pod["metadata"].get("creationTimestamp") or "", pod))
+    if not running:
+        return None
+    running.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    return running[0][2]["metadata"]["name"]

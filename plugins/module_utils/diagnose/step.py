@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.api import API_CONTAINER
 from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import findings as fd
+from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import in_pod
 from ansible_collections.c5c3.glance.plugins.module_utils.diagnose import reads as rd
 from ansible_collections.c5c3.glance.plugins.module_utils.kube import target_cluster as tc
 from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client import (
@@ -23,12 +25,18 @@ from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_module impor
     CONNECTION_OPTIONS,
     client_from_params,
 )
+from ansible_collections.c5c3.glance.plugins.module_utils.kube.pod_exec import (
+    ExecError,
+    exec_in_pod,
+)
 from ansible_collections.c5c3.glance.plugins.module_utils.passes.pass_steps import children_of
 
 DIAGNOSE_SPEC: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "namespace": {"type": "str", "required": True},
     "clusters_namespace": {"type": "str", "default": tc.DEFAULT_CLUSTERS_NAMESPACE},
+    "in_pod_checks": {"type": "bool", "default": True},
+    "check_timeout": {"type": "float", "default": 60.0},
     **CONNECTION_OPTIONS,
 }
 
@@ -60,13 +68,18 @@ def diagnose(p: Mapping[str, Any]) -> dict[str, Any]:
         children, target = children_of(client, glance, p)
         workloads: dict[str, list] = {"pods": [], "jobs": [], "events": []}
         logs: dict[str, dict] = {}
+        inside: list[dict] = []
+        checks: list[dict] = []
         if children is not None:
             workloads = rd.read_workloads(children, name, namespace)
             for pod, container, previous in rd.wanted_logs(workloads["pods"]):
                 logs[f"{pod}/{container}"] = rd.read_log(
                     children, namespace, pod, container, previous
                 )
-        report = fd.diagnosis(glance, backends, logs=logs, **workloads)
+            if p["in_pod_checks"]:
+                checks, inside = _inside(children, glance, workloads["pods"], p["check_timeout"])
+        report = fd.diagnosis(glance, backends, logs=logs, inside=inside, **workloads)
+        report["checks"] = checks
     except rd.Forbidden as exc:
         return {"failed": True, "msg": str(exc), "permission": exc.permission}
     except (ApiError, KubeConfigError, OSError) as exc:
@@ -84,3 +97,31 @@ def diagnose(p: Mapping[str, Any]) -> dict[str, Any]:
         "text": "\n".join(lines) + "\n",
         "api_requests": requests,
     }
+
+
+def _inside(
+    client, glance: Mapping[str, Any], pods: list[dict], timeout: float
+) -> tuple[list[dict], list[dict]]:
+    """The checks from inside one running API pod (``in_pod``) and their findings; where
+    none runs, or exec is refused, a note that says why."""
+    namespace = glance["metadata"]["namespace"]
+    pod = rd.running_api_pod(pods)
+    if pod is None:
+        return [], [fd.not_checked(glance, "no API pod runs its glance-api container")]
+    try:
+        ran = exec_in_pod(client, namespace, pod, API_CONTAINER, in_pod.command(), timeout)
+    except ApiError as exc:
+        why = exc.message or str(exc)
+        if exc.code == 403:
+            why = f'diagnose needs "create pods/exec" in the namespace {namespace}: {why}'
+        return [], [fd.not_checked(glance, f"exec in pod {pod}: {why}")]
+    except ExecError as exc:
+        return [], [fd.not_checked(glance, str(exc))]
+    checks = in_pod.parse(ran.stdout)
+    if not checks:
+        said = (ran.stderr or ran.stdout).decode(errors="replace").strip()[-300:]
+        return [], [fd.not_checked(glance, f"the checks in pod {pod} printed nothing: {said}")]
+    api_log: dict = {}
+    if any(c.get("kind") == "server-error" for c in checks):
+        api_log = rd.read_log(client, namespace, pod, API_CONTAINER, False)
+    return checks, fd.check_findings(pod, checks, api_log)

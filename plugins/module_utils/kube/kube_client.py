@@ -214,6 +214,19 @@ class KubeClient:
             headers.add(name, header)
         return headers
 
+    def credential_headers(self) -> urllib3.HTTPHeaderDict:
+        """What every request of this client carries to authenticate (``_auth_headers``),
+        for a request made on a connection of its own (``pod_exec``)."""
+        return self._auth_headers()
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context of this client's connections now (None for plain http), for a
+        connection of its own (``pod_exec``)."""
+        certificate = self._certificate
+        if self.connection.credential is not None:
+            certificate = self.connection.credential.client_certificate() or certificate
+        return ssl_context(self.connection, certificate)
+
     def _current_pool(self) -> urllib3.PoolManager:
         """The pool for the client certificate of now: when an exec plugin gave a new
         one, a new TLS context and pool, the old pool's connections closed."""
