@@ -443,8 +443,8 @@ def test_one_line_per_finding_with_its_fix():
 def test_the_in_pod_script_compiles_and_its_lines_are_read_apart_from_the_rest():
     compile(in_pod.SCRIPT, "in_pod.SCRIPT", "exec")
     argv = in_pod.command()
-    assert argv[:2] == ["/var/lib/openstack/bin/python", "-c"]
-    assert argv[3:] == ["/etc/glance/glance-api.conf.d/,/etc/glance/backends.conf.d/", "9292", "5"]
+    assert argv[:3] == ["/var/lib/openstack/bin/python", "-B", "-c"]
+    assert argv[4:] == ["/etc/glance/glance-api.conf.d/,/etc/glance/backends.conf.d/", "9292", "5"]
     out = b'warning: something\n{"check": "s3", "ok": true}\nnot json\n[1]\n'
     assert in_pod.parse(out) == [{"check": "s3", "ok": True}]
 

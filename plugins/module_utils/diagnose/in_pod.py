@@ -3,8 +3,8 @@
 """The checks ``diagnose`` makes from inside one API pod, with Glance's own configuration
 and credentials, where Glance stands on the network.
 
-``SCRIPT`` runs in the ``glance-api`` container with the image's Python (``python -c``;
-nothing is written in the pod). It reads the configuration the way oslo.config gives it
+``SCRIPT`` runs in the ``glance-api`` container with the image's Python (``python -B -c``:
+nothing is written in the pod, not even bytecode). It reads the configuration the way oslo.config gives it
 to Glance - the files of the two config directories the API is started with, an
 ``OS_<SECTION>__<OPTION>`` variable before a file (how the pod gets the database URL and
 the service user's password) - and prints one JSON line per check:
@@ -201,7 +201,15 @@ s3()
 
 def command(timeout: float = TIMEOUT) -> list[str]:
     """What runs in the ``glance-api`` container: the image's Python with ``SCRIPT``."""
-    return [IMAGE_PYTHON, "-c", SCRIPT, f"{CONFIG_DIR},{BACKENDS_DIR}", str(API_PORT), str(timeout)]
+    return [
+        IMAGE_PYTHON,
+        "-B",
+        "-c",
+        SCRIPT,
+        f"{CONFIG_DIR},{BACKENDS_DIR}",
+        str(API_PORT),
+        str(timeout),
+    ]
 
 
 def parse(stdout: bytes) -> list[dict[str, Any]]:
