@@ -1,0 +1,204 @@
+"""``make diagnose`` on a Glance broken on purpose, on the one-node cluster (``make chaos``).
+
+A Glance of its own (two replicas, two stores) on the operator installed in the cluster and
+MariaDB, Keystone and the S3 server at the node's address. Each fault is made the way it
+happens to users, ``make diagnose GLANCE=diagnose/glance`` is run as docs/operations.md
+shows it (waiting, up to two minutes, for the cluster to show the fault), and the test
+asserts the cause it names first and the fix it prints; then the fault is undone and the
+Glance must be reported healthy again, with no finding, before the next:
+
+1. Keystone no longer accepts the service user's password (changed in Keystone, not in
+   the Secret): the Glance stays Ready, only the check from inside a pod sees it;
+2. MariaDB no longer accepts Glance's database password (changed in the database);
+3. the S3 server unreachable (its port refused on the node);
+4. the service user's Secret deleted: ``SecretsReady`` says so;
+5. an image tag that does not exist: the db-sync Job's pod cannot pull it (last: the
+   Glance is left as it is and deleted with its namespace).
+
+Each diagnosis is printed in full (``[diagnose] ...``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any
+
+import pytest
+from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD, http
+
+from cluster.conftest import ROOT, wait_until
+from cluster.objects import SECOND_BUCKET, apply, conditions, get, sample_documents
+
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
+
+NAMESPACE = "diagnose"
+GLANCE = "glance"
+SHOWS = 180.0
+"""Seconds the cluster gets to show a fault (or its end) to diagnose."""
+
+
+def diagnose(node) -> dict[str, Any]:
+    """``make diagnose GLANCE=diagnose/glance FORMAT=json``, in the checkout, with the node's
+    KUBECONFIG, as a user types it; the report."""
+    env = {**os.environ, "KUBECONFIG": str(node.kubeconfig)}
+    env.pop("ANSIBLE_CONFIG", None)
+    done = subprocess.run(
+        ["bash", "-c", f"make diagnose GLANCE={NAMESPACE}/{GLANCE} FORMAT=json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def shown(report: dict[str, Any]) -> str:
+    from ansible_collections.c5c3.glance.plugins.module_utils.diagnose.findings import text_lines
+
+    return "\n".join(text_lines(report))
+
+
+def named_first(node, cause: str, say) -> dict[str, Any]:
+    """The first report whose first cause is ``cause`` (the cluster may take a pass, or the
+    kubelet a pull, to show it); printed."""
+    last: dict[str, Any] = {}
+
+    def names_it() -> dict[str, Any] | None:
+        nonlocal last
+        last = diagnose(node)
+        return last if last["first_cause"] == cause else None
+
+    try:
+        report = wait_until(f"diagnose names {cause} first", names_it, SHOWS, interval=3)
+    finally:
+        say(f"[diagnose] {cause}:\n{shown(last)}")
+    return report
+
+
+def healthy_again(node, say) -> None:
+    """Wait until diagnose says the Glance is healthy, with no finding at all."""
+    last: dict[str, Any] = {}
+
+    def healthy() -> dict[str, Any] | None:
+        nonlocal last
+        last = diagnose(node)
+        return last if last["state"] == "healthy" and not last["findings"] else None
+
+    try:
+        wait_until("diagnose says the Glance is healthy", healthy, SHOWS, interval=3)
+    except AssertionError:
+        say(f"[diagnose] not healthy again:\n{shown(last)}")
+        raise
+
+
+@pytest.fixture(scope="module")
+def broken(node, operator, services, say):
+    """The Glance, Ready and diagnosed healthy; deleted with its namespace at the end."""
+    http("PUT", f"{services.s3_url}/{SECOND_BUCKET}", body=b"")
+    services.create_database("glance_diagnose")
+    node.kubectl("create", "namespace", NAMESPACE, check=False)
+    apply(node, sample_documents(services, NAMESPACE, database="glance_diagnose"))
+    wait_until(
+        "the Glance is Ready",
+        lambda: (
+            conditions(get(node, "glance", GLANCE, "-n", NAMESPACE)).get("Ready", {}).get("status")
+            == "True"
+        ),
+        600,
+        interval=2,
+    )
+    healthy_again(node, say)
+    say(f"[diagnose] healthy:\n{shown(diagnose(node))}")
+    yield services
+    node.kubectl("delete", "namespace", NAMESPACE, "--timeout=300s", check=False)
+
+
+def keystone_user(services, name: str) -> str:
+    return services.keystone_admin("GET", f"/users?name={name}")["users"][0]["id"]
+
+
+def test_a_service_user_password_keystone_no_longer_accepts(node, broken, say):
+    user = keystone_user(broken, "glance")
+    broken.keystone_admin("PATCH", f"/users/{user}", {"user": {"password": "rotated-elsewhere"}})
+    try:
+        report = named_first(node, "keystone-auth", say)
+        first = report["findings"][0]
+        assert first["subject"].endswith(" check keystone"), first
+        assert first["fix"].startswith("make the service user's Secret hold the password")
+        # The Glance itself says nothing is wrong: only the check from a pod sees it.
+        ready = conditions(get(node, "glance", GLANCE, "-n", NAMESPACE))["Ready"]
+        assert ready["status"] == "True"
+    finally:
+        broken.keystone_admin("PATCH", f"/users/{user}", {"user": {"password": GLANCE_PASSWORD}})
+    healthy_again(node, say)
+
+
+def test_a_database_password_mariadb_no_longer_accepts(node, broken, say):
+    changed = broken.root_sql("diagnose-db", f"ALTER USER '{DB_USER}'@'%' IDENTIFIED BY 'rotated';")
+    assert changed.returncode == 0, changed
+    try:
+        report = named_first(node, "db-auth", say)
+        first = report["findings"][0]
+        assert first["subject"].endswith(" check database"), first
+        assert "Access denied for user" in first["detail"]
+        assert "rotated" not in json.dumps(report)
+    finally:
+        restored = broken.root_sql(
+            "diagnose-db", f"ALTER USER '{DB_USER}'@'%' IDENTIFIED BY '{DB_PASSWORD}';"
+        )
+        assert restored.returncode == 0, restored
+    healthy_again(node, say)
+
+
+def test_the_s3_server_unreachable(node, broken, say):
+    rule = ["INPUT", "-p", "tcp", "-d", broken.host, "--dport", str(broken.moto_port), "-j",
+            "REJECT", "--reject-with", "tcp-reset"]  # fmt: skip
+    subprocess.run(["iptables", "-I", *rule], check=True)
+    try:
+        report = named_first(node, "s3-unreachable", say)
+        stores = [f for f in report["findings"] if f["cause"] == "s3-unreachable"]
+        assert len(stores) == 2, shown(report)  # both stores are on that server
+    finally:
+        subprocess.run(["iptables", "-D", *rule], check=True)
+    healthy_again(node, say)
+
+
+def test_the_service_users_secret_deleted(node, broken, say):
+    secret = get(node, "secret", "glance-service-user", "-n", NAMESPACE)
+    node.kubectl("delete", "secret", "glance-service-user", "-n", NAMESPACE)
+    try:
+        report = named_first(node, "service-user-secret", say)
+        first = report["findings"][0]
+        assert first["subject"] == f"Glance {NAMESPACE}/{GLANCE}"
+        assert first["fix"].startswith("create the Secret with the password under its key")
+    finally:
+        apply(
+            node,
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "glance-service-user", "namespace": NAMESPACE},
+                    "data": secret["data"],
+                }
+            ],
+        )
+    healthy_again(node, say)
+
+
+def test_an_image_tag_that_does_not_exist(node, broken, say):
+    glance = get(node, "glance", GLANCE, "-n", NAMESPACE)
+    release = glance["spec"]["openStackRelease"]
+    patch = {"spec": {"image": {"tag": f"{release}-does-not-exist"}}}
+    node.kubectl(
+        "patch", "glance", GLANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
+    )
+    report = named_first(node, "image-pull", say)
+    first = report["findings"][0]
+    assert f"{release}-does-not-exist" in first["detail"], first
+    assert first["fix"].startswith("check spec.image.repository and spec.image.tag")
