@@ -229,8 +229,8 @@ cluster-services: venv e2e-env ## MariaDB, Keystone and S3 on the node's address
 	  $(BIN)/python -m cluster.serve $(SERVICES_ARGS)
 
 .PHONY: chaos
-chaos: venv e2e-env docker-engine cluster-packages ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load; prints one row per fault
-	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster/test_chaos.py
+chaos: venv e2e-env docker-engine cluster-packages ## The faults of tests/cluster/test_chaos.py on the one-node cluster, under a client load (one row per fault), and those diagnose must name (tests/cluster/test_diagnose_faults.py)
+	$(WITH_KUBE_ASSETS) C5C3_STRICT_SKIPS=1 $(BIN)/python -m pytest -q tests/cluster/test_chaos.py tests/cluster/test_diagnose_faults.py
 
 .PHONY: molecule
 molecule: venv e2e-env docker-engine cluster-packages ## Every molecule scenario as docs/molecule.md runs it (offline, default, kind, node); make test runs kind alone (docs/decisions.md)

@@ -21,14 +21,14 @@ Each diagnosis is printed in full (``[diagnose] ...``).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from typing import Any
 
 import pytest
 from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD, http
+from support.user_shell import run_as_user
 
-from cluster.conftest import ROOT, wait_until
+from cluster.conftest import wait_until
 from cluster.objects import SECOND_BUCKET, apply, conditions, get, sample_documents
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
@@ -42,17 +42,7 @@ SHOWS = 180.0
 def diagnose(node) -> dict[str, Any]:
     """``make diagnose GLANCE=diagnose/glance FORMAT=json``, in the checkout, with the node's
     KUBECONFIG, as a user types it; the report."""
-    env = {**os.environ, "KUBECONFIG": str(node.kubeconfig)}
-    env.pop("ANSIBLE_CONFIG", None)
-    done = subprocess.run(
-        ["bash", "-c", f"make diagnose GLANCE={NAMESPACE}/{GLANCE} FORMAT=json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_as_user(f"make diagnose GLANCE={NAMESPACE}/{GLANCE} FORMAT=json", node.kubeconfig)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout)
 

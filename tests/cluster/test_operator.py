@@ -26,7 +26,6 @@ import base64
 import hashlib
 import json
 import os
-import subprocess
 import threading
 import time
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import pytest
 from e2e.glance_http import s3_digest
 from e2e.stack import http
+from support.user_shell import run_as_user
 
 from cluster import ready_timeline
 from cluster.conftest import (
@@ -234,17 +234,7 @@ def test_diagnose_says_the_ready_glance_is_healthy_with_every_check_from_its_pod
     healthy, no finding, and every check from inside an API pod (a real exec through the
     API server and the kubelet) passed: /healthcheck, the database with Glance's URL,
     Keystone with the service user, an image list with its token, both S3 stores."""
-    env = {**os.environ, "KUBECONFIG": str(node.kubeconfig)}
-    env.pop("ANSIBLE_CONFIG", None)
-    done = subprocess.run(
-        ["bash", "-c", "make diagnose GLANCE=openstack/glance FORMAT=json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_as_user("make diagnose GLANCE=openstack/glance FORMAT=json", node.kubeconfig)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert (report["state"], report["findings"]) == ("healthy", []), report

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -30,6 +29,7 @@ import yaml
 from integration.kube_harness import started_apiserver
 from support.api_env import STAMP, api_env, sample_documents
 from support.playbook_run import run_playbook
+from support.user_shell import run_as_user
 
 from ansible_collections.c5c3.glance.plugins.module_utils.admission.collection_files import (
     COLLECTION_ROOT,
@@ -63,23 +63,8 @@ def api(request, tmp_path):
 
 
 def run_doc_command(api, command: str, *extra: str) -> subprocess.CompletedProcess:
-    """A command of the page, as a user types it in the checkout: its own environment with
-    the checkout's virtual environment first on PATH and the test's cluster as KUBECONFIG."""
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(api.kubeconfig),
-        "PATH": f"{COLLECTION_ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
-    }
-    env.pop("ANSIBLE_CONFIG", None)
-    return subprocess.run(
-        ["bash", "-c", " ".join([command, *extra])],
-        cwd=COLLECTION_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    """A command of the page, as a user types it in the checkout, on the test's cluster."""
+    return run_as_user(" ".join([command, *extra]), api.kubeconfig)
 
 
 def test_the_page_shows_the_commands_these_tests_run():
