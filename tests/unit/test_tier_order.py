@@ -32,14 +32,19 @@ def test_a_path_takes_its_tiers_place_and_anything_else_goes_last():
     assert tier_rank(ROOT / "plugins" / "x.py") == len(TIER_ORDER)
 
 
-def test_make_unit_runs_the_unit_tier_before_the_others_and_not_twice():
-    printed = subprocess.run(
-        ["make", "-n", "--no-print-directory", "unit"],
+def make_would_run(target: str) -> str:
+    """What ``make -n <target>`` prints: the commands, not run."""
+    return subprocess.run(
+        ["make", "-n", "--no-print-directory", target],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
+
+
+def test_make_unit_runs_the_unit_tier_before_the_others_and_not_twice():
+    printed = make_would_run("unit")
     runs = [line for line in printed.splitlines() if "-m pytest" in line or "tiers.py" in line]
     assert len(runs) == 2, printed
     first, second = runs
@@ -144,13 +149,7 @@ def test_make_test_runs_the_unit_tier_as_a_third_stream_without_the_cluster_vari
     logs = {name: (tmp_path / "out" / f"tiers-{name}.log").read_text() for name in ("unit", "node")}
     assert "assets none helm none" in logs["unit"] and "-q tests/unit" in logs["unit"]
     assert "assets /opt/kube helm /opt/helm" in logs["node"]
-    printed = subprocess.run(
-        ["make", "-n", "--no-print-directory", "all-tiers"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    printed = make_would_run("all-tiers")
     assert (
         'hack/tiers.py --with-unit -q --durations=30 -m "not chaos and not figures and not molecule_target"'
         in printed
