@@ -3,11 +3,11 @@
 """The checks ``diagnose`` makes from inside one API pod, with Glance's own configuration
 and credentials, where Glance stands on the network.
 
-``SCRIPT`` runs in the ``glance-api`` container with the image's Python (``python -B -c``:
-nothing is written in the pod, not even bytecode). It reads the configuration the way oslo.config gives it
-to Glance - the files of the two config directories the API is started with, an
-``OS_<SECTION>__<OPTION>`` variable before a file (how the pod gets the database URL and
-the service user's password) - and prints one JSON line per check:
+``SCRIPT`` runs in the ``glance-api`` container with the image's Python (``python -B
+-c``: nothing is written in the pod, not even bytecode). It reads the configuration the
+way oslo.config gives it to Glance - the files of the two config directories the API is
+started with, an ``OS_<SECTION>__<OPTION>`` variable before a file (how the pod gets the
+database URL and the service user's password) - and prints one JSON line per check:
 
 * ``healthcheck``: the API's ``/healthcheck`` on the pod's port;
 * ``database``: a connection with ``[database] connection`` and ``SELECT 1``;
