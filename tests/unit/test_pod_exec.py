@@ -135,6 +135,8 @@ def test_a_command_s_output_and_exit_code_come_back_over_the_channels(tmp_path):
     )
     assert result == ExecResult(b"o" * 300 + b"p" * 70000, b"warning\n", failure)
     assert result.exit_code == 3
+    server.thread.join(timeout=30)  # it reads our answer to its close after we returned
+    assert not server.thread.is_alive()
     assert server.from_client == [(0xA, b"are you there"), (0x8, struct.pack("!H", 1000))]
     request, *headers = server.head.split("\r\n")
     target = urllib.parse.urlsplit(request.split(" ")[1])
