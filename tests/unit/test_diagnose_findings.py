@@ -502,6 +502,10 @@ def test_the_checks_run_in_a_running_api_pod_a_ready_one_first():
         glance(*HEALTHY), [], [], [], [], {}, [fd.not_checked(glance(), "no pod")]
     )
     assert report["healthy"] and report["findings"][0]["cause"] == "checks-not-made"
+    assert report["summary"] == (
+        "Glance openstack/glance is healthy as far as its conditions and pods show "
+        "(no check from inside a pod)"
+    )
 
 
 def test_the_module_documents_exactly_the_spec_its_action_plugin_runs():

@@ -338,6 +338,9 @@ def diagnosis(
     else:
         state = "healthy"
         summary = f"Glance {name} is healthy"
+        if any(f["cause"] == "checks-not-made" for f in found):
+            # Say what the verdict rests on: the conditions and pods only.
+            summary += " as far as its conditions and pods show (no check from inside a pod)"
     return {
         "glance": name,
         "state": state,
