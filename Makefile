@@ -37,8 +37,18 @@ $(COLLECTION_LINK):
 .PHONY: venv
 venv: $(STAMP) $(COLLECTION_LINK) ## Create the virtual environment and link the collection
 
+# `make demo` (hack/demo.py): the operator live on the one-node cluster, step by step; where
+# the node cannot be made here it says why and exits 3, and the render is shown instead.
 .PHONY: demo
-demo: venv ## Render the bundled samples into out/ and summarise each render
+demo: venv ## The operator live on a one-node cluster here (root): installed, a Glance served, an image up and down, diagnose; else demo-offline, saying why
+	@$(BIN)/python hack/demo.py || { status=$$?; test $$status -eq 3 || exit $$status; $(MAKE) -s demo-offline; }
+
+.PHONY: demo-down
+demo-down: venv ## Remove what `make demo` made: its services and the one-node cluster (the caches stay)
+	@$(BIN)/python hack/demo.py --down
+
+.PHONY: demo-offline
+demo-offline: venv ## Render the bundled samples into out/ and summarise each render (no cluster)
 	@for f in $(SAMPLES); do \
 	  name=$$(basename $$f .yaml); \
 	  echo "== $$f -> out/$$name/"; \

@@ -70,14 +70,20 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_collection_modifyitems(items):
-    """The chaos faults last (``make cluster-test``, ``make chaos``): their module leaves the
-    kustomize install in place for the modules after it, and the chart's modules
-    (test_helm.py, test_install_upgrade.py) must find no operator installed. Only this
-    package's items move, among their own places; every other module keeps its order."""
+    """The chaos faults near the end (``make cluster-test``, ``make chaos``): their module
+    leaves the kustomize install in place for the modules after it, and the chart's modules
+    (test_helm.py, test_install_upgrade.py) must find no operator installed. test_demo.py
+    last of all: README's ``make demo`` starts from no cluster and ``make demo-down`` takes
+    the node down. Only this package's items move, among their own places; every other
+    module keeps its order."""
     here = Path(__file__).parent
     places = [i for i, item in enumerate(items) if here in Path(item.path).parents]
     ours = sorted(
-        (items[i] for i in places), key=lambda item: bool(item.get_closest_marker("chaos"))
+        (items[i] for i in places),
+        key=lambda item: (
+            Path(item.path).name == "test_demo.py",
+            bool(item.get_closest_marker("chaos")),
+        ),
     )
     for place, item in zip(places, ours, strict=True):
         items[place] = item

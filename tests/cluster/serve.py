@@ -27,9 +27,9 @@ import threading
 from pathlib import Path
 
 import yaml
-from e2e.stack import VENV_BIN, Stack, StackError, missing_programs
+from e2e.stack import VENV_BIN, Stack, StackError, http, missing_programs
 
-from cluster.objects import sample_documents
+from cluster.objects import SECOND_BUCKET, sample_documents
 
 NAMESPACE = "demo"
 GLANCE = "glance"
@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             stack.start_services()
+            # The second GlanceBackend's bucket (the stack makes the first).
+            made = http("PUT", f"{stack.s3_url}/{SECOND_BUCKET}", body=b"")
+            if made.status != 200:
+                raise StackError(f"S3 answered {made.status} to creating {SECOND_BUCKET}")
         except StackError as error:
             print(f"the services did not come up: {error}", flush=True)
             return 1

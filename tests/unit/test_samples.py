@@ -43,7 +43,7 @@ def test_sample_is_accepted_with_no_warning(path):
 # Optional blocks the full sample leaves out, each for a reason.
 NOT_IN_THE_FULL_SAMPLE = {
     # With it the children go to the named registered cluster (docs/target-clusters.md);
-    # make demo and the reconcile bench run the sample where no cluster is registered.
+    # make demo-offline and the reconcile bench run the sample where no cluster is registered.
     "targetClusterRef",
 }
 
