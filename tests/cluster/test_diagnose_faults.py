@@ -10,9 +10,11 @@ Glance must be reported healthy again, with no finding, before the next:
 1. Keystone no longer accepts the service user's password (changed in Keystone, not in
    the Secret): the Glance stays Ready, only the check from inside a pod sees it;
 2. MariaDB no longer accepts Glance's database password (changed in the database);
-3. the S3 server unreachable (its port refused on the node);
-4. the service user's Secret deleted: ``SecretsReady`` says so;
-5. an image tag that does not exist: the db-sync Job's pod cannot pull it (last: the
+3. MariaDB down (stopped, as a service stop does; started again on its data after);
+4. the S3 server unreachable (its port refused on the node);
+5. the service user's Secret deleted: ``SecretsReady`` says so;
+6. a policy override whose rule asks an HTTP endpoint that does not answer (500s);
+7. an image tag that does not exist: the db-sync Job's pod cannot pull it (last: the
    Glance is left as it is and deleted with its namespace).
 
 Each diagnosis is printed in full (``[diagnose] ...``).
@@ -145,6 +147,18 @@ def test_a_database_password_mariadb_no_longer_accepts(node, broken, say):
     healthy_again(node, say)
 
 
+def test_mariadb_down(node, broken, say):
+    broken.stop_mariadb()
+    try:
+        report = named_first(node, "db-unreachable", say)
+        first = report["findings"][0]
+        assert first["subject"].endswith(" check database"), first
+        assert first["fix"].startswith("check that MariaDB runs and that spec.database.host")
+    finally:
+        broken.start_mariadb_again()
+    healthy_again(node, say)
+
+
 def test_the_s3_server_unreachable(node, broken, say):
     rule = ["INPUT", "-p", "tcp", "-d", broken.host, "--dport", str(broken.moto_port), "-j",
             "REJECT", "--reject-with", "tcp-reset"]  # fmt: skip
@@ -177,6 +191,27 @@ def test_the_service_users_secret_deleted(node, broken, say):
                     "data": secret["data"],
                 }
             ],
+        )
+    healthy_again(node, say)
+
+
+def test_a_policy_override_that_breaks_the_api(node, broken, say):
+    """A rule that asks an HTTP endpoint (oslo.policy's ``http:`` check) that does not
+    answer: every image list is a 500 once the new pods serve."""
+    patch = {"spec": {"policyOverrides": {"rules": {"get_images": "http://127.0.0.1:9/"}}}}
+    node.kubectl(
+        "patch", "glance", GLANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch)
+    )
+    try:
+        report = named_first(node, "api-errors", say)
+        first = report["findings"][0]
+        assert first["subject"].endswith(" check images"), first
+        assert "HTTP 500" in first["detail"], first
+        assert "spec.policyOverrides" in first["fix"], first
+    finally:
+        undo = {"spec": {"policyOverrides": None}}
+        node.kubectl(
+            "patch", "glance", GLANCE, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(undo)
         )
     healthy_again(node, say)
 

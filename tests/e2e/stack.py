@@ -754,14 +754,23 @@ class Stack:
         )
         self.mariadb = proc
 
+    def stop_mariadb(self) -> None:
+        """Stop MariaDB (SIGTERM, as a service stop does); :meth:`start_mariadb_again`
+        brings it back."""
+        self.mariadb.stop()
+        self.processes.remove(self.mariadb)
+
+    def start_mariadb_again(self) -> float:
+        """MariaDB on the datadir and port it had, ready; the seconds until it answered."""
+        self._mariadbd()
+        return self.timings["mariadb ready"]
+
     def restart_mariadb(self, down: float) -> float:
         """Stop MariaDB (SIGTERM, as a service restart does), keep it down ``down`` seconds,
         start it again on the same datadir and port; the seconds until it answered again."""
-        self.mariadb.stop()
-        self.processes.remove(self.mariadb)
+        self.stop_mariadb()
         time.sleep(down)
-        self._mariadbd()
-        return self.timings["mariadb ready"]
+        return self.start_mariadb_again()
 
     def create_database(self, name: str) -> None:
         """An empty database ``name`` the Glance DB user owns (MariaDB's root socket)."""

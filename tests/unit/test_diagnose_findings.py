@@ -360,6 +360,22 @@ def test_a_crashing_api_container_is_named_by_its_previous_log():
     }
     (found,) = fd.diagnosis(glance(*HEALTHY), [], [crash], [], [], plain)["findings"]
     assert found["cause"] == "crashing" and found["detail"].endswith("its log ends: KeyError: 'x'")
+    # A server's log goes on after the traceback: the line that states the exception is shown.
+    served = {
+        "glance-7d9-abc/glance-api": {
+            "lines": [
+                'ERROR glance.common.wsgi   File "/x/oslo_policy/_external.py", in __call__',
+                "ERROR glance.common.wsgi requests.exceptions.ConnectionError: "
+                "HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded",
+                "[pid: 7] 10.244.0.1 () {34 vars} GET /v2/images => generated 114 bytes",
+            ]
+        }
+    }
+    (found,) = fd.diagnosis(glance(*HEALTHY), [], [crash], [], [], served)["findings"]
+    assert found["detail"].endswith(
+        "its log ends: ERROR glance.common.wsgi requests.exceptions.ConnectionError: "
+        "HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded"
+    ), found["detail"]
 
 
 def test_an_eviction_names_the_volume_bound_or_the_node():

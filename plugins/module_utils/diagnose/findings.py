@@ -110,6 +110,17 @@ def _log_of(logs: Mapping[str, Mapping[str, Any]], pod: str, container: str) -> 
     return logs.get(f"{pod}/{container}") or {}
 
 
+# The line a Python traceback ends with (``requests.exceptions.ConnectionError: ...``),
+# whatever the logger put before it.
+ERROR_LINE = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Failure): ")
+
+
+def _last_error(lines: Sequence[str]) -> str:
+    """The last line that states an exception, else the last line: a server's log goes on
+    after the traceback (a request log line) and the frames before it say less."""
+    return next((line for line in reversed(lines) if ERROR_LINE.search(line)), lines[-1])
+
+
 def _with_log(cause_id: str, subject: str, detail: str, log: Mapping[str, Any]) -> dict:
     """A failure whose log may say more: the log's cause where a line names one, else
     ``cause_id``; the log's last lines as evidence."""
@@ -121,7 +132,7 @@ def _with_log(cause_id: str, subject: str, detail: str, log: Mapping[str, Any]) 
     elif log.get("error"):
         detail = f"{detail}; its log could not be read ({log['error']})"
     elif lines:
-        detail = f"{detail}; its log ends: {lines[-1].strip()}"
+        detail = f"{detail}; its log ends: {_last_error(lines).strip()}"
     elif log:
         detail = f"{detail}; its log is empty"
     return finding(cause_id, subject, detail, lines)
