@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from integration.kube_harness import started_apiserver
+from integration.kube_harness import assets_dir, started_apiserver
 from support.api_env import STAMP, api_env, sample_documents
 from support.playbook_run import run_playbook
 from support.user_shell import run_as_user
@@ -71,6 +71,9 @@ def test_the_page_shows_the_commands_these_tests_run():
     assert doc_commands() == [
         "make diagnose GLANCE=openstack/glance",
         "ansible-playbook playbooks/diagnose.yml -e glance_name=glance -e glance_namespace=openstack",
+        "kubectl apply -k config/diagnose",
+        "kubectl -n openstack create rolebinding jane-diagnose --clusterrole=c5c3-glance-diagnose "
+        "--user=jane",
     ]
 
 
@@ -158,7 +161,7 @@ def waiting(reason: str, message: str) -> dict[str, Any]:
 
 
 def test_a_failed_db_sync_is_named_first_by_the_commands_of_the_page(api):
-    make, playbook = doc_commands()
+    make, playbook = doc_commands()[:2]
     api = dataclasses.replace(api, namespace="openstack")  # the namespace the page names
     api.create_all(sample_documents())
     api.glance_pass()
@@ -379,3 +382,28 @@ def test_a_user_who_may_not_read_everything_is_told_which_permission_is_missing(
         f'server said: pods is forbidden: User "reader" cannot list resource "pods" in API '
         f'group "" in the namespace "{api.namespace}")'
     )
+
+
+def test_the_diagnose_cluster_role_bound_as_the_page_shows_is_all_a_user_needs(api, tmp_path):
+    """config/diagnose's ClusterRole, applied and bound to ``jane`` with the page's commands
+    as written: diagnose as ``jane`` reads everything it needs and may exec into a pod."""
+    api = dataclasses.replace(api, namespace="openstack")  # the namespace the page names
+    kube_assets, why = assets_dir()  # kubectl, on the user's PATH (docs/cluster.md)
+    assert kube_assets is not None, why
+    if api.get("Glance", "glance") is None:  # the page's first test may have made it
+        api.create_all(sample_documents())
+    for command in doc_commands()[2:]:
+        done = run_as_user(command, api.kubeconfig, path=(str(kube_assets),))
+        assert done.returncode == 0, f"{command}:\n{done.stdout}{done.stderr}"
+    doc = yaml.safe_load(api.kubeconfig.read_text())
+    doc["users"][0]["user"]["as"] = "jane"
+    kubeconfig = tmp_path / "jane"
+    kubeconfig.write_text(yaml.safe_dump(doc))
+    kubeconfig.chmod(0o600)
+
+    run = diagnose_run(api, kubeconfig, diagnose_format="json")
+    assert run.ok, run.result_of("c5c3.glance.diagnose")
+    report = run.result_of("c5c3.glance.diagnose")["report"]
+    notes = [f for f in report["findings"] if f["cause"] == "checks-not-made"]
+    # No API pod runs here (no kubelet): that, not a permission, is why no check was made.
+    assert [f["detail"] for f in notes] == ["no API pod runs its glance-api container"], notes

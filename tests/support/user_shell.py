@@ -14,12 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_as_user(
-    command: str, kubeconfig: Path, timeout: float = 300
+    command: str, kubeconfig: Path, timeout: float = 300, path: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
+    """``path``: directories the user has put first on ``PATH`` (the Kubernetes binaries'
+    for ``kubectl``, as docs/cluster.md's ``export PATH=...`` line does)."""
     env = {
         **os.environ,
         "KUBECONFIG": str(kubeconfig),
-        "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+        "PATH": ":".join([*path, str(ROOT / ".venv" / "bin"), os.environ["PATH"]]),
     }
     env.pop("ANSIBLE_CONFIG", None)
     return subprocess.run(
