@@ -542,3 +542,29 @@ def test_the_module_documents_exactly_the_spec_its_action_plugin_runs():
         assert documented[option].get("default") == rules.get("default"), option
     assert action.ActionModule.SPEC is step.DIAGNOSE_SPEC
     assert action.ActionModule.STEP is step.diagnose
+
+
+def test_an_upgrade_under_way_or_stopped_says_its_releases_and_phase_in_words():
+    conds = [x for x in HEALTHY if x["type"] not in (c.DATABASE_READY, c.READY)]
+    failed = glance(
+        *conds,
+        cond(c.DATABASE_READY, "False", c.MIGRATE_FAILED, "migrate Job glance-db-migrate failed"),
+        cond(c.READY, "False", "NotAllReady"),
+    )
+    failed["status"].update(
+        upgradePhase="Migrating", installedRelease="2026.1", targetRelease="2026.2"
+    )
+    report = fd.diagnosis(failed, [], [], [], [], {})
+    (first,) = [f for f in report["findings"] if f["cause"] == "upgrade-failed"]
+    assert first["detail"] == (
+        "DatabaseReady is False, MigrateFailed: migrate Job glance-db-migrate failed; "
+        "upgrade 2026.1 -> 2026.2 in phase Migrating (2 of 4, migrate: the data moved to them)"
+    )
+    # With no upgrade under way, a condition's words are all.
+    failed["status"]["upgradePhase"] = ""
+    (plain,) = [
+        f
+        for f in fd.diagnosis(failed, [], [], [], [], {})["findings"]
+        if f["cause"] == "upgrade-failed"
+    ]
+    assert plain["detail"].endswith("migrate Job glance-db-migrate failed")

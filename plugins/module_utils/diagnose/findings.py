@@ -79,11 +79,35 @@ def glance_findings(glance: Mapping[str, Any]) -> list[dict]:
                 f"its status is of generation {seen}, the spec is at {generation}",
             )
         )
+    upgrade = _upgrade(status)
     for cond in _not_true(glance):
         key = (cond.get("type", ""), cond.get("reason", ""))
         cause = k.CONDITION_CAUSES.get(key) or k.REASON_CAUSES.get(key[1]) or "not-ready"
-        out.append(finding(cause, subject, _said(cond)))
+        detail = _said(cond)
+        if upgrade and cause in ("upgrade-running", "upgrade-failed"):
+            detail = f"{detail}; {upgrade}"
+        out.append(finding(cause, subject, detail))
     return out
+
+
+# The upgrade's phases in order (status.upgradePhase), and what each does to the database.
+UPGRADE_PHASES = {
+    "Expanding": "1 of 4, expand: new columns and tables beside the old",
+    "Migrating": "2 of 4, migrate: the data moved to them",
+    "RollingUpdate": "3 of 4, the API pods rolled to the new release",
+    "Contracting": "4 of 4, contract: what only the old release used removed",
+}
+
+
+def _upgrade(status: Mapping[str, Any]) -> str:
+    """The release upgrade under way, in words ("" when none is)."""
+    phase = status.get("upgradePhase") or ""
+    if not phase:
+        return ""
+    said = UPGRADE_PHASES.get(phase, phase)
+    source = status.get("installedRelease") or "?"
+    target = status.get("targetRelease") or "?"
+    return f"upgrade {source} -> {target} in phase {phase} ({said})"
 
 
 def backend_findings(backend: Mapping[str, Any]) -> list[dict]:
