@@ -14,23 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from support.readme import readme_make
 
 from cluster.conftest import ROOT, node_cluster
 
 pytestmark = pytest.mark.cluster
 
-README = ROOT / "README.md"
 STATE = Path("/var/lib/c5c3-demo")
 NODE_STATE = Path("/var/lib/c5c3-node")
-
-
-def readme_make(target: str) -> str:
-    """The README's ``make <target>`` line of a shell block, comment dropped."""
-    for line in README.read_text().splitlines():
-        command = line.partition("#")[0].strip()
-        if command == f"make {target}":
-            return command
-    raise AssertionError(f"README.md shows no `make {target}`")
 
 
 def as_user(shell, command: str, timeout: float = 1800) -> subprocess.CompletedProcess:

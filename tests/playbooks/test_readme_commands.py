@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.readme import readme_make
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -86,15 +87,6 @@ def test_the_readme_validate_command_judges_a_relative_input(my_glance):
 # --- make demo-offline, and make demo where the node cannot be made ---------------------
 
 SAMPLES = ("glance_minimal", "glance_full", "glance_managed", "glance_target_cluster")
-
-
-def readme_make(target: str) -> str:
-    """The README's ``make <target>`` line of a shell block, comment dropped."""
-    for line in README.read_text().splitlines():
-        command = line.partition("#")[0].strip()
-        if command == f"make {target}":
-            return command
-    raise AssertionError(f"README.md shows no `make {target}`")
 
 
 def test_make_demo_offline_renders_each_bundled_sample_with_its_summary():
