@@ -30,13 +30,17 @@ lock (hack/images.py). Each stream writes its output to
 ``out/tiers-<stream>.log`` and to standard output line by line with its name in front,
 its results to ``out/tiers-<stream>.xml`` (JUnit), its modules' seconds to
 ``out/timings-<stream>.json`` (tests/support/timings.py, for hack/time_table.py), and its
-pytest cache apart. At the end each stream's summary is printed again; the exit status is
-the first non-zero of the two.
+pytest cache apart. Meanwhile the machine's cores are sampled from ``/proc/stat`` every
+``CPU_EVERY`` seconds into ``out/cpu.json`` (busy, idle and stolen by the hypervisor), so
+the table says whether a slow run waited on its own work, on idle cores or on a neighbour.
+At the end each stream's summary is printed again; the exit status is the first non-zero of
+the two.
 SIGTERM or SIGINT stops them all. Standard library only.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -54,6 +58,41 @@ NODE_TIERS = ("tests/cluster", "tests/molecule")
 NODE_SCENARIO = "tests/molecule/test_scenarios.py::test_molecule_scenario[node]"
 # What the unit tier must not see (tests/unit needs Python alone; make unit-tier runs it so).
 NOT_FOR_UNIT = ("KUBE_ASSETS_DIR", "KUBEBUILDER_ASSETS", "HELM")
+CPU_EVERY = 10.0
+
+
+def cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int, int] | None:
+    """The machine's (busy, idle, steal) jiffies so far, from the ``cpu`` line of
+    /proc/stat (idle counts iowait; steal is what the hypervisor gave others)."""
+    try:
+        first = stat.read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    if first[0] != "cpu" or len(first) < 9:
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in first[1:9])
+    return user + nice + system + irq + softirq, idle + iowait, steal
+
+
+def sample_cpu(path: Path, done: threading.Event, every: float = CPU_EVERY, read=cpu_times) -> None:
+    """Until ``done``: every ``every`` seconds, the fractions of the cores busy, idle and
+    stolen since the reading before (``read()``, /proc/stat's), written to ``path`` as JSON
+    after each sample."""
+    began, wall = time.monotonic(), time.time()
+    samples: list[list[float]] = []
+    last = read()
+    while last is not None and not done.wait(every):
+        now = read()
+        if now is None:
+            return
+        busy, idle, steal = (b - a for a, b in zip(last, now, strict=True))
+        total = busy + idle + steal
+        if total > 0:
+            shares = (round(v / total, 3) for v in (busy, idle, steal))
+            samples.append([round(time.monotonic() - began, 1), *shares])
+            record = {"began": wall, "every": every, "cores": os.cpu_count(), "samples": samples}
+            path.write_text(json.dumps(record))
+        last = now
 
 
 @dataclass
@@ -134,6 +173,9 @@ def run(
     if signals:
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+    sampled = threading.Event()
+    sampler = threading.Thread(target=sample_cpu, args=(out / "cpu.json", sampled), daemon=True)
+    sampler.start()
     pumps = []
     for stream in found:
         nice = stream.nice
@@ -167,6 +209,8 @@ def run(
         assert stream.process is not None
         codes.append(stream.process.wait())
         pumping.join()
+    sampled.set()
+    sampler.join()
     for stream, code in zip(found, codes, strict=True):
         print(f"\n[tiers] {stream.name}: exit {code} after {stream.ended - stream.started:.0f} s")
         for line in summary(stream.lines):

@@ -56,6 +56,7 @@ def collect(out: Path, began: float | None = None, ended: float | None = None) -
         "steps": steps,
         "builds": builds,
         "streams": streams,
+        "cpu": load(out / "cpu.json", began),
     }
 
 
@@ -65,6 +66,33 @@ def minutes(seconds: float) -> str:
 
 def outcomes(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no test"
+
+
+def cores(data: dict) -> list[str]:
+    """The cores between one stream's end and the next: which streams ran, and the share
+    of the time the cores were busy, idle and stolen by the hypervisor (cpu.json)."""
+    cpu, streams = data.get("cpu"), data.get("streams") or {}
+    if not isinstance(cpu, dict) or not cpu.get("samples") or not streams:
+        return []
+    began, samples = cpu["began"], cpu["samples"]
+    ends = sorted((s["ended"] - began, name) for name, s in streams.items())
+    lines = [
+        f"cores ({cpu['cores']}, /proc/stat every {cpu['every']:.0f} s): busy / idle / stolen,"
+        " and the idle core-seconds"
+    ]
+    start, running = 0.0, [name for name in STREAMS if name in streams]
+    for end, name in ends:
+        window = [s for s in samples if start < s[0] <= end]
+        if window:
+            busy, idle, steal = (sum(s[i] for s in window) / len(window) for i in (1, 2, 3))
+            idle_core_s = idle * (end - start) * cpu["cores"]
+            lines.append(
+                f"  {', '.join(running):<18} {start:6.0f}-{end:5.0f} s  {busy:4.0%} / {idle:4.0%}"
+                f" / {steal:4.0%}  {idle_core_s:6.0f} core-s idle"
+            )
+        running.remove(name)
+        start = end
+    return lines
 
 
 def render(data: dict) -> str:
@@ -93,6 +121,7 @@ def render(data: dict) -> str:
         cpu = sum(b["cpu_seconds"] for b in data["builds"])
         wall = sum(b["seconds"] for b in data["builds"])
         lines.append(f"  {'all':<22} {wall:7.0f} s {cpu:14.0f} CPU-s")
+    lines += cores(data)
     modules = []
     if data["streams"]:
         lines.append("streams (a pytest process each; from the run's start)")

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
+import threading
+import time
 
 from support.hack_scripts import hack_script
 from support.tiers import TESTS, TIER_ORDER, tier_rank
@@ -154,3 +158,36 @@ def test_make_test_runs_the_unit_tier_as_a_third_stream_without_the_cluster_vari
         'hack/tiers.py --with-unit -q --durations=30 -m "not chaos and not figures and not molecule_target"'
         in printed
     )
+
+
+def test_the_cores_are_sampled_busy_idle_and_stolen_until_the_streams_end(tmp_path):
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal ...
+    stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n")
+    assert tiers.cpu_times(stat) == (200, 800, 0)
+    # Then 60 jiffies busy, 30 idle and 10 stolen; then nothing more (no sample: no time).
+    readings = iter([(200, 800, 0), (260, 830, 10)])
+    out, done = tmp_path / "cpu.json", threading.Event()
+    sampler = threading.Thread(
+        target=tiers.sample_cpu, args=(out, done, 0.01, lambda: next(readings, (260, 830, 10)))
+    )
+    sampler.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)  # a few more rounds, which add no sample
+    finally:
+        done.set()
+        sampler.join()
+    record = json.loads(out.read_text())
+    assert record["every"] == 0.01 and record["cores"] == os.cpu_count()
+    assert [sample[1:] for sample in record["samples"]] == [[0.6, 0.3, 0.1]]
+    assert record["began"] <= time.time()
+
+
+def test_without_proc_stat_nothing_is_sampled(tmp_path):
+    assert tiers.cpu_times(tmp_path / "none") is None
+    done = threading.Event()
+    tiers.sample_cpu(tmp_path / "cpu.json", done, 0.01, lambda: None)
+    assert not (tmp_path / "cpu.json").exists()

@@ -81,3 +81,26 @@ def test_with_no_records_it_says_only_the_whole_run(tmp_path):
     table = time_table.write(tmp_path / "out", began=10.0, ended=70.0)
     assert table.splitlines()[1].startswith("whole run     60 s (1.0 min)")
     assert len(table.splitlines()) == 2
+
+
+def test_the_cores_line_says_busy_idle_and_stolen_between_the_streams_ends(tmp_path):
+    began = time.time() - 100
+    write(tmp_path / "timings-unit.json", {"started": began, "ended": began + 20, "modules": []})
+    write(tmp_path / "timings-rest.json", {"started": began, "ended": began + 80, "modules": []})
+    samples = [[10, 1.0, 0.0, 0.0], [20, 0.9, 0.1, 0.0]]
+    samples += [[t, 0.5, 0.3, 0.2] for t in range(30, 90, 10)]
+    write(tmp_path / "cpu.json", {"began": began, "every": 10, "cores": 2, "samples": samples})
+    lines = time_table.write(tmp_path, began=began, ended=began + 100).splitlines()
+    at = lines.index(
+        "cores (2, /proc/stat every 10 s): busy / idle / stolen, and the idle core-seconds"
+    )
+    # 0-20 s: unit and rest, idle 5 % of 2 cores for 20 s; 20-80 s: rest alone (the samples
+    # at 30..80), idle 30 % of 2 cores for 60 s.
+    assert (
+        lines[at + 1]
+        == "  unit, rest              0-   20 s   95% /   5% /   0%       2 core-s idle"
+    )
+    assert (
+        lines[at + 2]
+        == "  rest                   20-   80 s   50% /  30% /  20%      36 core-s idle"
+    )
