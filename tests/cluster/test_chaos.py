@@ -33,7 +33,7 @@ its data, and only the failures the fault explains:
 7. the staging and image-cache bounds (its own Glance, both at 32Mi): a staged upload and
    then a cached download past the bound get their pod evicted by the kubelet, the
    Deployment replaces it, the staged image stays non-active and can be deleted, the load
-   on the other pod never fails;
+   on the other pod never fails; ``make diagnose`` names the bound first, with its rule;
 8. a drain through the eviction API: the node cordoned, the first API pod evicted, the
    second refused by the PodDisruptionBudget while it is the last one, evicted once the
    first's replacement runs; no request fails.
@@ -61,6 +61,7 @@ from e2e.stack import DEMO_PASSWORD, http
 from e2e.upgrade import DataSet, Step, Upgrade, same
 
 from cluster.conftest import OPERATOR_NAMESPACE, ROOT, wait_until
+from cluster.diagnosis import named_first
 from cluster.load import (
     Load,
     ReadBack,
@@ -920,7 +921,7 @@ def two_pods(node, ns: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return keep, victim
 
 
-def test_a_staged_upload_past_the_staging_bound_evicts_only_its_pod(node, bounds, table):
+def test_a_staged_upload_past_the_staging_bound_evicts_only_its_pod(node, bounds, table, say):
     """glance-direct on, staging bounded at 32Mi, no image cache. One pod serves the client
     load throughout; on the other a 64 MiB stage goes past the bound and the kubelet evicts
     that pod (``Evicted``); the Deployment replaces it with no operator action; the staged
@@ -961,6 +962,11 @@ def test_a_staged_upload_past_the_staging_bound_evicts_only_its_pod(node, bounds
         f" the staged image {seen.get('status')}, deleted: {seen.get('delete')}"
     )
     assert 'volume "staging" exceeds the limit' in seen["evicted"], seen
+    # The evicted pod stays (Failed) until deleted: diagnose names the bound and its rule.
+    report = named_first(node, f"{ns}/{GLANCE}", "staging-bound", say)
+    first = report["findings"][0]
+    assert 'volume "staging" exceeds the limit "32Mi"' in first["detail"], first
+    assert first["fix"].startswith("size spec.staging.sizeLimit above the largest image"), first
     assert seen["status"] != "active", seen
     assert seen["delete"].startswith("204"), seen
     gone = http("GET", f"{client['url']}/v2/images/{seen['staged']}",
@@ -970,7 +976,7 @@ def test_a_staged_upload_past_the_staging_bound_evicts_only_its_pod(node, bounds
     assert not load.failed(), [f"{r.op}: {r.detail}" for r in load.failed()]
 
 
-def test_downloads_past_the_image_cache_bound_evict_their_pod(node, bounds, table):
+def test_downloads_past_the_image_cache_bound_evict_their_pod(node, bounds, table, say):
     """The image cache bounded at 32Mi. glance caches a whole image as it serves it,
     whatever its size, and only the sidecar prunes (it looks every 30 s): 64 MiB images
     downloaded one after another through one pod keep its cache volume past the bound until
@@ -1008,6 +1014,8 @@ def test_downloads_past_the_image_cache_bound_evict_their_pod(node, bounds, tabl
         return time.monotonic()
 
     def remedy() -> None:
+        # Before the remedy rolls the pods: what diagnose says of the eviction.
+        seen["diagnosis"] = named_first(node, f"{ns}/{GLANCE}", "cache-bound", say)
         patch = json.dumps({"spec": {"imageCache": {"sizeLimit": REMEDY}}})
         node.kubectl("-n", ns, "patch", "glance", GLANCE, "--type=merge", "-p", patch)
         wait_until(
@@ -1035,6 +1043,9 @@ def test_downloads_past_the_image_cache_bound_evict_their_pod(node, bounds, tabl
         + ")"
     )
     assert 'volume "image-cache" exceeds the limit' in seen["evicted"], seen
+    first = seen["diagnosis"]["findings"][0]
+    assert 'volume "image-cache" exceeds the limit "32Mi"' in first["detail"], first
+    assert first["fix"].startswith("set spec.imageCache.sizeLimit to at least five times"), first
     assert seen["digests"] <= {big.digest}, "a download that filled the cache differs"
     assert row.rollouts == 0, row
     assert row.evicted_in_check == 0, f"the check's reads evicted a pod: {row}"

@@ -11,7 +11,8 @@ Glance must be reported healthy again, with no finding, before the next:
    the Secret): the Glance stays Ready, only the check from inside a pod sees it;
 2. MariaDB no longer accepts Glance's database password (changed in the database);
 3. MariaDB down (stopped, as a service stop does; started again on its data after);
-4. the S3 server unreachable (its port refused on the node);
+4. the S3 server unreachable (its port refused on the node), then refusing the stores'
+   secret key (moto told to check keys, the Secret's secret key changed);
 5. the service user's Secret deleted: ``SecretsReady`` says so;
 6. a policy override whose rule asks an HTTP endpoint that does not answer (500s);
 7. an image tag that does not exist: the db-sync Job's pod cannot pull it (last: the
@@ -28,8 +29,8 @@ from typing import Any
 
 import pytest
 from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD, http
-from support.user_shell import run_as_user
 
+from cluster import diagnosis
 from cluster.conftest import wait_until
 from cluster.objects import SECOND_BUCKET, apply, conditions, get, sample_documents
 
@@ -37,55 +38,22 @@ pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
 NAMESPACE = "diagnose"
 GLANCE = "glance"
-SHOWS = 180.0
-"""Seconds the cluster gets to show a fault (or its end) to diagnose."""
+REF = f"{NAMESPACE}/{GLANCE}"
 
 
 def diagnose(node) -> dict[str, Any]:
-    """``make diagnose GLANCE=diagnose/glance FORMAT=json``, in the checkout, with the node's
-    KUBECONFIG, as a user types it; the report."""
-    done = run_as_user(f"make diagnose GLANCE={NAMESPACE}/{GLANCE} FORMAT=json", node.kubeconfig)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout)
-
-
-def shown(report: dict[str, Any]) -> str:
-    from ansible_collections.c5c3.glance.plugins.module_utils.diagnose.findings import text_lines
-
-    return "\n".join(text_lines(report))
+    return diagnosis.diagnose(node, REF)
 
 
 def named_first(node, cause: str, say) -> dict[str, Any]:
-    """The first report whose first cause is ``cause`` (the cluster may take a pass, or the
-    kubelet a pull, to show it); printed."""
-    last: dict[str, Any] = {}
-
-    def names_it() -> dict[str, Any] | None:
-        nonlocal last
-        last = diagnose(node)
-        return last if last["first_cause"] == cause else None
-
-    try:
-        report = wait_until(f"diagnose names {cause} first", names_it, SHOWS, interval=3)
-    finally:
-        say(f"[diagnose] {cause}:\n{shown(last)}")
-    return report
+    return diagnosis.named_first(node, REF, cause, say)
 
 
 def healthy_again(node, say) -> None:
-    """Wait until diagnose says the Glance is healthy, with no finding at all."""
-    last: dict[str, Any] = {}
+    diagnosis.healthy_again(node, REF, say)
 
-    def healthy() -> dict[str, Any] | None:
-        nonlocal last
-        last = diagnose(node)
-        return last if last["state"] == "healthy" and not last["findings"] else None
 
-    try:
-        wait_until("diagnose says the Glance is healthy", healthy, SHOWS, interval=3)
-    except AssertionError:
-        say(f"[diagnose] not healthy again:\n{shown(last)}")
-        raise
+shown = diagnosis.shown
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +137,36 @@ def test_the_s3_server_unreachable(node, broken, say):
         assert len(stores) == 2, shown(report)  # both stores are on that server
     finally:
         subprocess.run(["iptables", "-D", *rule], check=True)
+    healthy_again(node, say)
+
+
+def s3_secret(data: dict[str, str], string: bool = True) -> list[dict[str, Any]]:
+    """The stores' credentials Secret with ``data`` (as ``stringData``, or ``data``)."""
+    meta = {"name": "glance-s3", "namespace": NAMESPACE}
+    key = "stringData" if string else "data"
+    return [{"apiVersion": "v1", "kind": "Secret", "metadata": meta, key: data}]
+
+
+def test_an_s3_secret_key_the_server_refuses(node, broken, say):
+    """moto checks no key unless told to: the stores get the key pair of a user of moto's
+    own IAM, moto checks every request's key and signature from then on, and the Glance is
+    diagnosed healthy on it; then the Secret's secret key is changed, as a rotation typed
+    wrong would change it."""
+    original = get(node, "secret", "glance-s3", "-n", NAMESPACE)["data"]
+    key_id, secret = broken.s3_user("glance-diagnose")
+    apply(node, s3_secret({"access-key-id": key_id, "secret-access-key": secret}))
+    try:
+        with broken.s3_checking_keys():
+            healthy_again(node, say)  # the pods rolled to the new pair, which moto accepts
+            apply(node, s3_secret({"access-key-id": key_id, "secret-access-key": "mistyped"}))
+            report = named_first(node, "s3-auth", say)
+        stores = [f for f in report["findings"] if f["cause"] == "s3-auth"]
+        assert len(stores) == 2, shown(report)  # both stores use the Secret
+        assert all("SignatureDoesNotMatch" in f["detail"] for f in stores), shown(report)
+        assert stores[0]["fix"].startswith("make the GlanceBackend's credentials Secret hold")
+        assert secret not in json.dumps(report) and "mistyped" not in json.dumps(report)
+    finally:
+        apply(node, s3_secret(original, string=False))
     healthy_again(node, say)
 
 

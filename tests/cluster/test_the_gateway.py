@@ -67,6 +67,7 @@ import pytest
 from e2e.stack import DEMO_PASSWORD
 
 from cluster.conftest import wait_until
+from cluster.diagnosis import named_first
 from cluster.gateway_client import Gateway, paced_download, paced_upload
 from cluster.https_source import HttpsSource
 from cluster.objects import (
@@ -188,6 +189,7 @@ def routed(node, operator, services, gateway, say) -> dict[str, Any]:
 
     before = wait_until("API pods Ready, route not accepted", unaccepted, READY_TIMEOUT, 2)
     say("[gateway] route to a missing Gateway:\n" + gateway_report(node))
+    diagnosed = named_first(node, f"{NAMESPACE}/{GLANCE}", "route-parent-missing", say)
     set_parent(node, GATEWAY_NAME)
 
     def accepted():
@@ -198,7 +200,7 @@ def routed(node, operator, services, gateway, say) -> dict[str, Any]:
 
     after = wait_until("HTTPRouteReady and Ready True", accepted, READY_TIMEOUT, 2)
     say("[gateway] route to glance-gw:\n" + gateway_report(node))
-    return {"before": before, "after": after}
+    return {"before": before, "after": after, "diagnosed": diagnosed}
 
 
 def test_http_route_ready_follows_the_gateways_own_status(node, routed):
@@ -215,6 +217,15 @@ def test_http_route_ready_follows_the_gateways_own_status(node, routed):
     assert accepted["status"] == "True", parents
     assert accepted["observedGeneration"] == route["metadata"]["generation"]
     assert route["spec"]["rules"][0]["timeouts"] == {"request": "4h"}, route["spec"]
+
+
+def test_diagnose_named_the_gateway_the_route_asked_for_that_does_not_exist(routed):
+    """``make diagnose`` on the route to ``no-such-gateway``: the missing parent first, read
+    from the route and the Gateway API, with the fix."""
+    first = routed["diagnosed"]["findings"][0]
+    assert first["subject"] == f"HTTPRoute {NAMESPACE}/{GLANCE}", first
+    assert first["detail"] == f"the Gateway {GATEWAY_NAMESPACE}/no-such-gateway does not exist"
+    assert first["fix"].startswith("correct spec.gateway.parentRef"), first
 
 
 def test_healthcheck_answers_ok_through_the_https_listener(shell, gateway, routed):

@@ -99,6 +99,20 @@ DB_USER = "glance"
 DB_PASSWORD = "e2e-glance-db-password"
 S3_ACCESS_KEY = "E2EACCESSKEY"
 S3_SECRET_KEY = "e2e-s3-secret-key"
+# Run with the e2e environment's Python (boto3): a user of moto's IAM with a policy allowing
+# every S3 action, and a key pair of moto's making, printed as one JSON line.
+S3_USER_SCRIPT = r"""
+import json, sys, boto3
+url, name = sys.argv[1], sys.argv[2]
+iam = boto3.client("iam", endpoint_url=url, region_name="us-east-1",
+                   aws_access_key_id="moto", aws_secret_access_key="moto")
+iam.create_user(UserName=name)
+allow = {"Version": "2012-10-17",
+         "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+iam.put_user_policy(UserName=name, PolicyName="s3", PolicyDocument=json.dumps(allow))
+key = iam.create_access_key(UserName=name)["AccessKey"]
+print(json.dumps({"id": key["AccessKeyId"], "secret": key["SecretAccessKey"]}))
+"""
 REGION = "RegionOne"
 BUCKET = "glance-e2e"
 
@@ -818,6 +832,47 @@ class Stack:
         created = http("PUT", f"{self.s3_url}/{self.bucket}", body=b"")
         if created.status != 200:
             raise StackError(f"moto: creating bucket {self.bucket}: {created.status}")
+
+    # moto checks no S3 key unless told to (its /moto-api/reset-auth): a user of its own IAM
+    # with a key pair moto made, and the switch that makes moto check every request's key
+    # and signature, so a wrong secret key is refused as a real S3 server refuses it.
+    def s3_user(self, name: str) -> tuple[str, str]:
+        """A user of moto's IAM allowed every S3 action, and its (access key id, secret
+        key), made while moto checks no key. Held in memory: not written to the stack's
+        logs."""
+        done = subprocess.run(
+            [str(VENV_BIN / "python"), "-c", S3_USER_SCRIPT, self.s3_url, name],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=self.tool_env(),
+            timeout=COMMAND_TIMEOUT,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise StackError(f"moto: creating the S3 user {name}: {done.stderr[-3000:]}")
+        key = json.loads(done.stdout)
+        return key["id"], key["secret"]
+
+    @contextlib.contextmanager
+    def s3_checking_keys(self):
+        """Within: moto refuses a request whose key it does not know or whose signature is
+        wrong (403 ``InvalidAccessKeyId``, ``SignatureDoesNotMatch``); after, none again."""
+        self._s3_checks(True)
+        try:
+            yield
+        finally:
+            self._s3_checks(False)
+
+    def _s3_checks(self, on: bool) -> None:
+        answer = http(
+            "POST",
+            f"{self.s3_url}/moto-api/reset-auth",
+            body=b"0" if on else b"inf",  # requests allowed before checks begin
+            headers={"Content-Type": "text/plain"},
+        )
+        if answer.status != 200:
+            raise StackError(f"moto: reset-auth: HTTP {answer.status}: {answer.body[:300]!r}")
 
     # Keystone: sqlite, fernet, bootstrapped, served by uWSGI; the users Glance needs.
     def _keystone(self) -> None:

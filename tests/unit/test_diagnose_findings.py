@@ -8,6 +8,8 @@ oslo.policy's), as a glance-api or glance-manage container prints them.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from support.hack_scripts import hack_script
 
@@ -460,7 +462,13 @@ def test_the_in_pod_script_compiles_and_its_lines_are_read_apart_from_the_rest()
     compile(in_pod.SCRIPT, "in_pod.SCRIPT", "exec")
     argv = in_pod.command()
     assert argv[:3] == ["/var/lib/openstack/bin/python", "-B", "-c"]
-    assert argv[4:] == ["/etc/glance/glance-api.conf.d/,/etc/glance/backends.conf.d/", "9292", "5"]
+    assert argv[4:] == [
+        "/etc/glance/glance-api.conf.d/,/etc/glance/backends.conf.d/",
+        "9292",
+        "5",
+        "{}",
+        "0.9",
+    ]
     out = b'warning: something\n{"check": "s3", "ok": true}\nnot json\n[1]\n'
     assert in_pod.parse(out) == [{"check": "s3", "ok": True}]
 
@@ -476,6 +484,7 @@ def test_the_in_pod_script_compiles_and_its_lines_are_read_apart_from_the_rest()
         ("s3", "unreachable", "s3-unreachable"),
         ("healthcheck", "unreachable", "api-unhealthy"),
         ("keystone", "other", "check-failed"),
+        ("volume", "filling", "volume-filling"),
     ],
 )
 def test_a_failed_check_names_its_cause(check, kind, cause):
@@ -568,3 +577,130 @@ def test_an_upgrade_under_way_or_stopped_says_its_releases_and_phase_in_words():
         if f["cause"] == "upgrade-failed"
     ]
     assert plain["detail"].endswith("migrate Job glance-db-migrate failed")
+
+
+# --- the route and its parents -------------------------------------------------------------
+
+NOT_ACCEPTED = cond(
+    c.HTTPROUTE_READY, "False", c.HTTPROUTE_NOT_ACCEPTED, "HTTPRoute not yet accepted by Gateway"
+)
+
+
+def route(*parents: dict) -> dict:
+    return {
+        "metadata": {"name": "glance", "namespace": "openstack", "generation": 2},
+        "spec": {"parentRefs": [{"name": "public", "namespace": "gateways"}]},
+        "status": {"parents": list(parents)},
+    }
+
+
+def parent_status(*conditions: dict, name: str = "public") -> dict:
+    return {
+        "parentRef": {"name": name, "namespace": "gateways"},
+        "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+        "conditions": list(conditions),
+    }
+
+
+GATEWAY = {"metadata": {"name": "public"}, "spec": {"gatewayClassName": "eg"}}
+
+
+def route_report(read: dict) -> dict:
+    return fd.diagnosis(glance(NOT_ACCEPTED), [], [], [], [], {}, route=read)
+
+
+def test_a_route_whose_gateway_does_not_exist_names_that_first():
+    assert fd.route_not_accepted(glance(NOT_ACCEPTED))
+    assert not fd.route_not_accepted(glance(*HEALTHY))
+    report = route_report({"route": route(), "gateways": {"gateways/public": None}})
+    assert report["first_cause"] == "route-parent-missing"
+    first, then = report["findings"]
+    assert (first["subject"], first["detail"]) == (
+        "HTTPRoute openstack/glance",
+        "the Gateway gateways/public does not exist",
+    )
+    assert first["fix"].startswith("correct spec.gateway.parentRef (name, namespace)")
+    assert (then["cause"], then["subject"]) == ("route-not-accepted", "Glance openstack/glance")
+
+
+def test_a_route_its_gateway_refuses_says_the_gateways_own_words():
+    refused = cond("Accepted", "False", "NotAllowedByListeners", "No listener allows this route")
+    resolved = cond("ResolvedRefs", "True", "ResolvedRefs", "")
+    read = {
+        "route": route(parent_status(refused, resolved)),
+        "gateways": {"gateways/public": GATEWAY},
+    }
+    details = [
+        f["detail"] for f in route_report(read)["findings"] if f["subject"].startswith("HTTPRoute")
+    ]
+    assert details == [
+        "the Gateway gateways/public (gateway.envoyproxy.io/gatewayclass-controller) says "
+        "Accepted is False, NotAllowedByListeners: No listener allows this route"
+    ]
+
+
+def test_a_route_no_controller_has_answered_says_so_and_an_unreadable_gateway_why():
+    other = parent_status(cond("Accepted", "True", "Accepted"), name="other")
+    read = {"route": route(other), "gateways": {"gateways/public": GATEWAY}}
+    (said,) = [f for f in route_report(read)["findings"] if f["subject"].startswith("HTTPRoute")]
+    assert said["cause"] == "route-not-accepted"
+    assert (
+        "has said nothing of the route: no controller serves its GatewayClass eg" in said["detail"]
+    )
+    hidden = "it could not be read: diagnose needs ..."
+    read = {"route": route(), "gateways": {"gateways/public": hidden}}
+    (said,) = [f for f in route_report(read)["findings"] if f["subject"].startswith("HTTPRoute")]
+    assert said["detail"] == f"the Gateway gateways/public: {hidden}"
+    # No route at all (not written yet): the Glance's own condition says it.
+    assert [f["cause"] for f in route_report({"route": None, "gateways": {}})["findings"]] == [
+        "route-not-accepted"
+    ]
+
+
+def test_the_bounded_volumes_of_the_api_container_are_measured_against_their_limits():
+    pod = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "glance-api",
+                    "volumeMounts": [
+                        {"name": "staging", "mountPath": "/var/lib/glance/staging"},
+                        {"name": "image-cache", "mountPath": "/var/lib/glance/image-cache"},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                    ],
+                },
+                {"name": "cache-maintenance", "volumeMounts": [{"name": "x", "mountPath": "/x"}]},
+            ],
+            "volumes": [
+                {"name": "staging", "emptyDir": {"sizeLimit": "64Mi"}},
+                {"name": "image-cache", "emptyDir": {"sizeLimit": "1.5Gi"}},
+                {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},  # not a bound of Glance's
+            ],
+        }
+    }
+    bounds = in_pod.bounds(pod, "glance-api")
+    assert bounds == {
+        "staging": ("/var/lib/glance/staging", 64 * 2**20),
+        "image-cache": ("/var/lib/glance/image-cache", 3 * 2**29),
+    }
+    assert in_pod.bounds(pod, "cache-maintenance") == {}
+    unbounded = {"spec": {**pod["spec"], "volumes": [{"name": "staging", "emptyDir": {}}]}}
+    assert in_pod.bounds(unbounded, "glance-api") == {}
+    argv = in_pod.command(volumes=bounds)
+    assert json.loads(argv[-2]) == {k: list(v) for k, v in bounds.items()}
+
+
+def test_a_filling_volume_is_a_note_that_leaves_the_glance_healthy():
+    said = {
+        "check": "volume",
+        "subject": "staging (/var/lib/glance/staging)",
+        "ok": False,
+        "kind": "filling",
+        "error": "60 MiB of its 64 MiB bound (93%)",
+    }
+    found = fd.check_findings("glance-a", [said], {})
+    report = fd.diagnosis(glance(*HEALTHY), [], [], [], [], {}, inside=found)
+    assert (report["state"], report["first_cause"]) == ("healthy", None)
+    (note,) = report["findings"]
+    assert (note["cause"], note["severity"]) == ("volume-filling", "note")
+    assert note["detail"].endswith("filling: 60 MiB of its 64 MiB bound (93%)")

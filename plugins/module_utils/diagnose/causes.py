@@ -334,6 +334,14 @@ CAUSES: tuple[Cause, ...] = (
         "look at the API pods' findings and their log",
     ),
     Cause(
+        "route-parent-missing",
+        79,
+        FAULT,
+        "the Gateway the HTTPRoute names does not exist",
+        "correct spec.gateway.parentRef (name, namespace) to a Gateway that exists "
+        "(kubectl get gateways -A), or create that Gateway (docs/gateway.md)",
+    ),
+    Cause(
         "route-not-accepted",
         80,
         FAULT,
@@ -397,6 +405,16 @@ CAUSES: tuple[Cause, ...] = (
         "the checks from inside an API pod were not made",
         "see why in the finding: no API pod runs, or create pods/exec is not granted "
         "(docs/operations.md, 'Diagnose a Glance')",
+    ),
+    Cause(
+        "volume-filling",
+        96,
+        NOTE,
+        "a bounded volume is near its sizeLimit: the kubelet evicts the pod past it",
+        "size the bound by its rule: spec.staging.sizeLimit above the largest image users "
+        "stage, spec.imageCache.sizeLimit five times what a pod serves uncached in 30 s "
+        "plus the largest image (docs/operations.md, 'The staging and image-cache "
+        "bounds'); a staged image never imported holds its room until it is deleted",
     ),
     Cause(
         "owned-keys-overridden",
@@ -538,6 +556,7 @@ CHECK_CAUSES: dict[tuple[str, str], str] = {
     ("s3", "auth"): "s3-auth",
     ("s3", "bucket"): "s3-bucket",
     ("s3", "unreachable"): "s3-unreachable",
+    ("volume", "filling"): "volume-filling",
     ("healthcheck", "unreachable"): "api-unhealthy",
     ("healthcheck", "other"): "api-unhealthy",
     ("images", "server-error"): "api-errors",

@@ -332,6 +332,66 @@ def check_findings(
     return out
 
 
+def route_not_accepted(glance: Mapping[str, Any]) -> bool:
+    """The Glance says its HTTPRoute is not accepted: worth reading the route's parents."""
+    conditions = c.by_type((glance.get("status") or {}).get("conditions") or [])
+    route = conditions.get(c.HTTPROUTE_READY) or {}
+    return route.get("status") == c.FALSE and route.get("reason") == c.HTTPROUTE_NOT_ACCEPTED
+
+
+def route_findings(read: Mapping[str, Any]) -> list[dict]:
+    """What the HTTPRoute and its parents say of a route not accepted (``reads.read_route``):
+    a parent Gateway that does not exist, one that refuses the route (its condition for
+    it), or one that has said nothing (no controller serves its class)."""
+    route = read.get("route")
+    if not route:
+        return []  # the Glance's own HTTPRouteReady finding says it
+    meta = route["metadata"]
+    subject = f"HTTPRoute {meta['namespace']}/{meta['name']}"
+    parents = (route.get("status") or {}).get("parents") or []
+    out = []
+    for key, gateway in (read.get("gateways") or {}).items():
+        if gateway is None:
+            missing = f"the Gateway {key} does not exist"
+            out.append(finding("route-parent-missing", subject, missing))
+            continue
+        if isinstance(gateway, str):
+            out.append(finding("route-not-accepted", subject, f"the Gateway {key}: {gateway}"))
+            continue
+        said = [
+            p for p in parents if _parent_key(p.get("parentRef") or {}, meta["namespace"]) == key
+        ]
+        refused = [
+            (p, cond)
+            for p in said
+            for cond in p.get("conditions") or []
+            if cond.get("type") in ("Accepted", "ResolvedRefs") and cond.get("status") != "True"
+        ]
+        for parent, cond in refused:
+            out.append(
+                finding(
+                    "route-not-accepted",
+                    subject,
+                    f"the Gateway {key} ({parent.get('controllerName')}) says {_said(cond)}",
+                )
+            )
+        if not said:
+            klass = (gateway.get("spec") or {}).get("gatewayClassName")
+            out.append(
+                finding(
+                    "route-not-accepted",
+                    subject,
+                    f"the Gateway {key} has said nothing of the route: no controller serves "
+                    f"its GatewayClass {klass}, or it has not seen the route yet",
+                )
+            )
+    return out
+
+
+def _parent_key(ref: Mapping[str, Any], namespace: str) -> str:
+    return f"{ref.get('namespace') or namespace}/{ref.get('name')}"
+
+
 def not_checked(glance: Mapping[str, Any], why: str) -> dict:
     subject = f"Glance {glance['metadata']['namespace']}/{glance['metadata']['name']}"
     return finding("checks-not-made", subject, why)
@@ -348,10 +408,12 @@ def diagnosis(
     events: list[Mapping[str, Any]],
     logs: Mapping[str, Mapping[str, Any]],
     inside: Sequence[dict] = (),
+    route: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every finding, first cause first, and the summary; ``inside``: the findings of the
-    checks from inside an API pod (``check_findings``, ``not_checked``)."""
-    found = glance_findings(glance) + list(inside)
+    checks from inside an API pod (``check_findings``, ``not_checked``); ``route``: what
+    ``reads.read_route`` read of a route not accepted."""
+    found = glance_findings(glance) + list(inside) + route_findings(route or {})
     for backend in backends:
         found.extend(backend_findings(backend))
     found.extend(job_findings(jobs, pods, logs))

@@ -14,11 +14,16 @@ database URL and the service user's password) - and prints one JSON line per che
 * ``keystone``: a token for the service user of ``[keystone_authtoken]``;
 * ``images``: ``GET /v2/images?limit=1`` on the pod's port with that token (an API that
   answers requests with server errors, as a policy it cannot read makes it);
-* ``s3``: ``HeadBucket`` of each S3 store of the backends directory with its own keys.
+* ``s3``: ``ListObjectsV2`` of one key in each S3 store's bucket, with the store's own keys
+  (what ``HeadBucket`` asks, with an error that says which refusal it is);
+* ``volume``: the staging and image-cache volumes' use against their ``sizeLimit`` (the
+  bytes their files take on disk, as the kubelet counts them; ``filling`` at
+  ``FILLING`` of the bound: the kubelet evicts the pod past it).
 
-Each check is bounded (5 s to connect and to read, one attempt) and says ``ok``, or the
-``kind`` of failure - ``auth``, ``unreachable``, ``missing`` (the database), ``bucket``,
-``server-error``, ``other`` - with the library's message. No credential is printed;
+Each check is bounded (5 s to connect and to read, one attempt; a volume's walk 5 s) and
+says ``ok``, or the ``kind`` of failure - ``auth``, ``unreachable``, ``missing`` (the
+database), ``bucket``, ``server-error``, ``filling``, ``other`` - with the library's
+message. No credential is printed;
 ``findings.redact`` masks what a library's message might still carry.
 """
 
@@ -33,14 +38,25 @@ from ansible_collections.c5c3.glance.plugins.module_utils.desired.config_files.p
     CONFIG_DIR,
     IMAGE_PYTHON,
 )
-from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import API_PORT
+from ansible_collections.c5c3.glance.plugins.module_utils.desired.objects.pods import (
+    API_PORT,
+    IMAGE_CACHE_VOLUME,
+    STAGING_VOLUME,
+)
+from ansible_collections.c5c3.glance.plugins.module_utils.gosemantics.quantity import (
+    parse_quantity,
+)
 
 TIMEOUT = 5
+FILLING = 0.9
+"""The share of a volume's bound at which the check says it is filling."""
+BOUNDED_VOLUMES = (STAGING_VOLUME, IMAGE_CACHE_VOLUME)
 
 SCRIPT = r"""
-import configparser, glob, json, os, sys, urllib.request
+import configparser, glob, json, os, sys, time, urllib.request
 
 CONFIG_DIRS, PORT, TIMEOUT = sys.argv[1].split(","), int(sys.argv[2]), float(sys.argv[3])
+VOLUMES, FILLING = json.loads(sys.argv[4]), float(sys.argv[5])
 
 
 def read(dirs):
@@ -64,9 +80,9 @@ def opt(section, option, default=None, parser=CONF):
     return default
 
 
-def say(check, subject, kind=None, error=None):
-    print(json.dumps({"check": check, "subject": subject, "ok": kind is None,
-                      "kind": kind, "error": (str(error) or repr(error))[:600] if error else None}))
+def say(check, subject, kind=None, error=None, **extra):
+    print(json.dumps({"check": check, "subject": subject, "ok": kind is None, "kind": kind,
+                      "error": (str(error) or repr(error))[:600] if error else None, **extra}))
     sys.stdout.flush()
 
 
@@ -175,7 +191,9 @@ def s3():
                           s3={"addressing_style": style}),
         )
         try:
-            client.head_bucket(Bucket=bucket)
+            # What HeadBucket asks (s3:ListBucket), with an error body that says which
+            # refusal it is (a HEAD answer has none: a bare 403 or 404).
+            client.list_objects_v2(Bucket=bucket, MaxKeys=1)
             say("s3", subject)
         except exceptions.ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code"))
@@ -190,17 +208,44 @@ def s3():
             say("s3", subject, "other", exc)
 
 
+def volumes():
+    for name, (path, bound) in sorted(VOLUMES.items()):
+        subject = "%s (%s)" % (name, path)
+        used, deadline = 0, time.monotonic() + TIMEOUT
+        try:
+            for root, _dirs, files in os.walk(path, onerror=lambda exc: None):
+                for entry in [root] + [os.path.join(root, f) for f in files]:
+                    try:
+                        used += os.lstat(entry).st_blocks * 512
+                    except OSError:
+                        pass  # gone while walked: a staged file imported, a cache pruned
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the walk took over %gs" % TIMEOUT)
+        except Exception as exc:
+            say("volume", subject, "other", exc)
+            continue
+        said = "%.0f MiB of its %.0f MiB bound (%d%%)" % (used / 2**20, bound / 2**20,
+                                                          100 * used // bound)
+        filling = used >= FILLING * bound
+        say("volume", subject, "filling" if filling else None, said if filling else None,
+            used=used, bound=bound)
+
+
 healthcheck()
 database()
 token = keystone()
 if token:
     images(token)
 s3()
+volumes()
 """
 
 
-def command(timeout: float = TIMEOUT) -> list[str]:
-    """What runs in the ``glance-api`` container: the image's Python with ``SCRIPT``."""
+def command(
+    timeout: float = TIMEOUT, volumes: Mapping[str, tuple[str, int]] | None = None
+) -> list[str]:
+    """What runs in the ``glance-api`` container: the image's Python with ``SCRIPT``;
+    ``volumes``: each bounded volume's mount path and bound in bytes (``bounds``)."""
     return [
         IMAGE_PYTHON,
         "-B",
@@ -209,7 +254,29 @@ def command(timeout: float = TIMEOUT) -> list[str]:
         f"{CONFIG_DIR},{BACKENDS_DIR}",
         str(API_PORT),
         str(timeout),
+        json.dumps(dict(volumes or {}), sort_keys=True),
+        str(FILLING),
     ]
+
+
+def bounds(pod: Mapping[str, Any], container: str) -> dict[str, tuple[str, int]]:
+    """The staging and image-cache volumes of ``pod`` that have a ``sizeLimit``, by name:
+    where ``container`` mounts them and the bound in bytes."""
+    spec = pod.get("spec") or {}
+    paths = {
+        m["name"]: m["mountPath"]
+        for c in spec.get("containers") or []
+        if c["name"] == container
+        for m in c.get("volumeMounts") or []
+    }
+    out = {}
+    for volume in spec.get("volumes") or []:
+        name, limit = volume["name"], (volume.get("emptyDir") or {}).get("sizeLimit")
+        if name in BOUNDED_VOLUMES and limit and name in paths:
+            bound = int(parse_quantity(limit))
+            if bound > 0:
+                out[name] = (paths[name], bound)
+    return out
 
 
 def parse(stdout: bytes) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 # Copyright: C5C3 Glance operator authors
 # Apache License 2.0 (see LICENSE)
 """What ``diagnose`` reads: the Glance, its GlanceBackends, its pods, Jobs and their events,
-and the last lines of the containers that failed. Reads only (GET and LIST).
+the last lines of the containers that failed and, when its route is not accepted, the
+HTTPRoute and the Gateways it names. Reads only (GET and LIST).
 
 A read the API server forbids ends the diagnosis with ``Forbidden``, which names the
 permission that is missing: a diagnosis from half the picture would name the wrong cause.
@@ -26,6 +27,7 @@ from ansible_collections.c5c3.glance.plugins.module_utils.kube.kube_client impor
 )
 
 GROUP_VERSION = "glance.openstack.c5c3.io/v1alpha1"
+GATEWAY_GROUP_VERSION = "gateway.networking.k8s.io/v1"
 LOG_LINES = 20
 LOG_BYTES = 16384
 MAX_LOGS = 8
@@ -161,3 +163,35 @@ def running_api_pod(pods: list[Mapping[str, Any]]) -> str | None:
         return None
     running.sort(key=lambda r: (r[0], r[1]), reverse=True)
     return running[0][2]["metadata"]["name"]
+
+
+def read_route(client: KubeClient, name: str, namespace: str) -> dict[str, Any]:
+    """The Glance's HTTPRoute (``route``, None when there is none) and each Gateway its
+    ``parentRefs`` name, by ``<namespace>/<name>`` (``gateways``): the Gateway, None when it
+    does not exist, or why it could not be read. A Gateway may live in a namespace the
+    diagnosis has no right to read: that is said in its place, not a reason to stop."""
+    route = _guarded(
+        "get httproutes.gateway.networking.k8s.io",
+        namespace,
+        client.get,
+        GATEWAY_GROUP_VERSION,
+        "HTTPRoute",
+        name,
+        namespace,
+    )
+    gateways: dict[str, Any] = {}
+    for ref in ((route or {}).get("spec") or {}).get("parentRefs") or []:
+        if ref.get("kind", "Gateway") != "Gateway":
+            continue
+        where = ref.get("namespace") or namespace
+        key = f"{where}/{ref.get('name')}"
+        try:
+            gateways[key] = client.get(GATEWAY_GROUP_VERSION, "Gateway", ref.get("name"), where)
+        except ApiError as exc:
+            gateways[key] = (
+                f'it could not be read: diagnose needs "get gateways.gateway.networking.k8s.io"'
+                f" in the namespace {where}"
+                if exc.code == 403
+                else f"it could not be read: {exc.message or exc}"
+            )
+    return {"route": route, "gateways": gateways}

@@ -78,7 +78,10 @@ def diagnose(p: Mapping[str, Any]) -> dict[str, Any]:
                 )
             if p["in_pod_checks"]:
                 checks, inside = _inside(children, glance, workloads["pods"], p["check_timeout"])
-        report = fd.diagnosis(glance, backends, logs=logs, inside=inside, **workloads)
+        route = None
+        if children is not None and fd.route_not_accepted(glance):
+            route = rd.read_route(children, name, namespace)
+        report = fd.diagnosis(glance, backends, logs=logs, inside=inside, route=route, **workloads)
         report["checks"] = checks
     except rd.Forbidden as exc:
         return {"failed": True, "msg": str(exc), "permission": exc.permission}
@@ -109,7 +112,9 @@ def _inside(
     if pod is None:
         return [], [fd.not_checked(glance, "no API pod runs its glance-api container")]
     try:
-        ran = exec_in_pod(client, namespace, pod, API_CONTAINER, in_pod.command(), timeout)
+        spec = next(p for p in pods if p["metadata"]["name"] == pod)
+        argv = in_pod.command(volumes=in_pod.bounds(spec, API_CONTAINER))
+        ran = exec_in_pod(client, namespace, pod, API_CONTAINER, argv, timeout)
     except ApiError as exc:
         why = exc.message or str(exc)
         if exc.code == 403:
