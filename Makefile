@@ -63,8 +63,9 @@ diagnose: venv ## Say what is wrong with a Glance in the cluster of KUBECONFIG, 
 
 # `make test`'s steps, each `make STEP` in turn and timed: lint, the set-up of the tiers and
 # the Kubernetes binaries they wait for as steps of their own, then every tier at once
-# (`all-tiers`: tests/unit beside the node's and the rest's streams), so the table at the
-# end (hack/time_table.py, out/time-table.txt) says what each cost.
+# (`all-tiers`: tests/unit beside the streams of the node's tiers, the kube-apiserver tiers
+# and the rest), so the table at the end (hack/time_table.py, out/time-table.txt) says
+# what each cost.
 TEST_STEPS := venv lint glance-venvs e2e-env promtool docker-engine cluster-packages \
   $(if $(KUBE_ASSETS_DIR),,kube-assets) $(if $(HELM),,helm) all-tiers
 .PHONY: test
@@ -77,9 +78,9 @@ test: ## Lint, then every test; the Go programs the tests use are built in the b
 # `make test` runs them strictly (C5C3_STRICT_SKIPS=1, tests/skips.py): a test skipped for
 # want of any of them fails instead; plain `pytest` skips, saying why.
 # tests/unit needs Python alone, so it runs first, while hack/prebuild.py builds the
-# Kubernetes binaries the other tiers wait for. Those run as two pytest processes at once
-# (hack/tiers.py): the one-node cluster's tiers, which mostly wait on the node, and every
-# other tier beside them at nice 19.
+# Kubernetes binaries the other tiers wait for. Those run as three pytest processes at once
+# (hack/tiers.py): the one-node cluster's tiers, which mostly wait on the node, and beside
+# them at nice 19 the kube-apiserver tiers (reconcile, integration, runner) and every other.
 .PHONY: unit
 unit: unit-tier other-tiers ## The pytest suites, every tier, strictly (tests/skips.py); the chaos faults are `make chaos`, the transfer figures `make transfer-figures`
 
@@ -88,11 +89,11 @@ unit-tier: venv ## tests/unit alone, strictly: what needs Python and nothing els
 	C5C3_STRICT_SKIPS=1 C5C3_TIMINGS_FILE=out/timings-unit.json $(BIN)/python -m pytest -q --durations=10 tests/unit
 
 .PHONY: other-tiers
-other-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier but tests/unit, strictly: the node's tiers and the rest at once (hack/tiers.py)
+other-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier but tests/unit, strictly: the node's tiers, the kube-apiserver tiers and the rest at once (hack/tiers.py)
 	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python hack/tiers.py -q --durations=30 -m "not chaos and not figures and not molecule_target"
 
 .PHONY: all-tiers
-all-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier, strictly, as make test runs them: tests/unit, the node's tiers and the rest at once (hack/tiers.py --with-unit)
+all-tiers: venv glance-venvs e2e-env promtool docker-engine cluster-packages ## Every tier, strictly, as make test runs them: tests/unit, the node's tiers, the kube-apiserver tiers and the rest at once (hack/tiers.py --with-unit)
 	$(WITH_KUBE_ASSETS) $(WITH_HELM) C5C3_STRICT_SKIPS=1 $(BIN)/python hack/tiers.py --with-unit -q --durations=30 -m "not chaos and not figures and not molecule_target"
 
 .PHONY: lint

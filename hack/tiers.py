@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Every test tier but tests/unit, as two pytest processes at once (``make other-tiers``);
-with ``--with-unit``, tests/unit as a third beside them (``make all-tiers``, what ``make
-test`` runs).
+"""Every test tier but tests/unit, as three pytest processes at once (``make
+other-tiers``); with ``--with-unit``, tests/unit as a fourth beside them (``make
+all-tiers``, what ``make test`` runs).
 
     python3 hack/tiers.py [--with-unit] [pytest options...]
 
@@ -10,12 +10,16 @@ test`` runs).
   test`` leaves it to ``make molecule`` with ``-m "not molecule_target"``). Most
   of their time is spent waiting on the node: pods scheduled and started, Glance importing
   itself, Jobs completing, a rollout. It is the longer stream: what can run elsewhere does.
-* ``rest``: every other tier (render, playbooks, reconcile, integration, runner, install,
-  e2e, then the molecule scenarios that need no node: ``offline``, ``default`` on a
-  kube-apiserver of its own, ``kind`` in Docker; ``tests/support/tiers.py``'s order;
-  ``make test`` runs ``kind`` alone of them). It
-  runs at the lowest CPU priority (nice 19), so it takes what the node's tiers leave of
-  the cores instead of slowing them.
+* ``apis``: the tiers that run against kube-apiservers of their own (reconcile,
+  integration, runner), at the lowest CPU priority (nice 19), so that they take what the
+  node's tiers leave of the cores instead of slowing them.
+* ``rest``: every other tier (render, playbooks, install, e2e, then the molecule scenarios
+  that need no node: ``offline``, ``default`` on a kube-apiserver of its own, ``kind`` in
+  Docker; ``tests/support/tiers.py``'s order; ``make test`` runs ``kind`` alone of them),
+  at nice 19 too. One process for all of these left a fifth of the two cores idle while
+  the node stream ran (``out/cpu.json``): each waits on its own things (a kube-apiserver
+  starting, a pass's subprocesses, Glance's database migrations), and two fill each
+  other's waits.
 
 * ``unit`` (``--with-unit``): tests/unit, which needs Python and nothing else (none of
   the Kubernetes binaries' or helm's variables reach it, as under ``make unit-tier``). It
@@ -23,8 +27,8 @@ test`` runs).
   and builds its images, which is mostly waiting: run before the two, it kept a core idle
   that long.
 
-Nothing of one is the other's: the node is the node stream's alone; the rest binds
-loopback ports it picks free and its own kube-apiservers, and kind's node is a Docker
+Nothing of one is another's: the node is the node stream's alone; the others bind
+loopback ports they pick free and their own kube-apiservers, and kind's node is a Docker
 container with a network namespace of its own; ``make images``, which both run, holds a
 lock (hack/images.py). Each stream writes its output to
 ``out/tiers-<stream>.log`` and to standard output line by line with its name in front,
@@ -34,8 +38,7 @@ pytest cache apart. Meanwhile the machine's cores are sampled from ``/proc/stat`
 ``CPU_EVERY`` seconds into ``out/cpu.json`` (busy, idle and stolen by the hypervisor), so
 the table says whether a slow run waited on its own work, on idle cores or on a neighbour.
 At the end each stream's summary is printed again; the exit status is the first non-zero of
-the two.
-SIGTERM or SIGINT stops them all. Standard library only.
+them. SIGTERM or SIGINT stops them all. Standard library only.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ NODE_TIERS = ("tests/cluster", "tests/molecule")
 # The one molecule scenario that runs on the machine's one node; its others (offline, default
 # on a kube-apiserver of its own, kind in Docker) need no node and run in the rest stream.
 NODE_SCENARIO = "tests/molecule/test_scenarios.py::test_molecule_scenario[node]"
+# The tiers that run on kube-apiservers of their own (no node, no Docker): a stream apart from
+# the rest's, so that what one waits on (an apiserver starting, a pass's subprocesses, a
+# watch) the other's work fills.
+APIS_TIERS = ("tests/reconcile", "tests/integration", "tests/runner")
 # What the unit tier must not see (tests/unit needs Python alone; make unit-tier runs it so).
 NOT_FOR_UNIT = ("KUBE_ASSETS_DIR", "KUBEBUILDER_ASSETS", "HELM")
 CPU_EVERY = 10.0
@@ -120,8 +127,13 @@ class Stream:
 
 
 def streams(with_unit: bool = False) -> list[Stream]:
-    rest = ["--ignore=tests/unit", "--ignore=tests/cluster", f"--deselect={NODE_SCENARIO}", "tests"]
-    found = [Stream("node", ["tests/cluster", NODE_SCENARIO]), Stream("rest", rest, nice=19)]
+    ignored = [f"--ignore={tier}" for tier in ("tests/unit", "tests/cluster", *APIS_TIERS)]
+    rest = [*ignored, f"--deselect={NODE_SCENARIO}", "tests"]
+    found = [
+        Stream("node", ["tests/cluster", NODE_SCENARIO]),
+        Stream("apis", list(APIS_TIERS), nice=19),
+        Stream("rest", rest, nice=19),
+    ]
     if with_unit:
         found.insert(0, Stream("unit", ["tests/unit"], unset=NOT_FOR_UNIT))
     return found

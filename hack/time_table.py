@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out"
-STREAMS = ("unit", "node", "rest")
+STREAMS = ("unit", "node", "apis", "rest")
 # Every module of these tiers gets its line; of the others, the longest.
 EVERY_MODULE_OF = ("cluster", "molecule")
 LONGEST_OTHERS = 12

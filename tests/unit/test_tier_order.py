@@ -66,13 +66,19 @@ tiers = hack_script("tiers")
 NODE_SCENARIO = "tests/molecule/test_scenarios.py::test_molecule_scenario[node]"
 
 
-def test_the_node_stream_has_what_runs_on_the_node_and_the_rest_everything_else_at_nice_19():
-    node, rest = tiers.streams()
+def test_the_node_stream_has_what_runs_on_the_node_and_the_others_the_rest_at_nice_19():
+    node, apis, rest = tiers.streams()
     assert (node.name, node.args, node.nice) == ("node", ["tests/cluster", NODE_SCENARIO], 0)
-    assert rest.nice == 19 and rest.args[-1] == "tests"
+    assert (apis.name, apis.nice) == ("apis", 19)
+    assert apis.args == ["tests/reconcile", "tests/integration", "tests/runner"]
+    assert (rest.name, rest.nice) == ("rest", 19) and rest.args[-1] == "tests"
     ignored = {arg.removeprefix("--ignore=") for arg in rest.args if arg.startswith("--ignore=")}
-    assert ignored == {"tests/unit", "tests/cluster"}
+    assert ignored == {"tests/unit", "tests/cluster", *apis.args}
     assert f"--deselect={NODE_SCENARIO}" in rest.args
+    # Every tier in exactly one stream (tests/unit in make test's fourth).
+    every = {f"tests/{tier}" for tier in TIER_ORDER}
+    placed = {"tests/unit", "tests/cluster", *apis.args}
+    assert placed <= every and "tests/molecule" in every - placed
 
 
 def test_the_streams_split_the_molecule_scenarios_between_them():
@@ -88,7 +94,7 @@ def test_the_streams_split_the_molecule_scenarios_between_them():
         )
         return {line for line in done.stdout.splitlines() if "test_molecule_scenario[" in line}
 
-    node, rest = tiers.streams()
+    node, _apis, rest = tiers.streams()
     on_node = collected(node.args[1:])
     beside = collected([*rest.args[:-1], "tests/molecule"])
     assert on_node == {NODE_SCENARIO}
@@ -124,7 +130,7 @@ def test_both_streams_run_at_once_each_logged_and_the_failure_is_the_exit_status
     assert "[node] FAILED tests/cluster/test_x.py::test_y" in printed
     # Each stream's own time: the node's fails at once, the rest's takes its 2 s more.
     took = dict(re.findall(r"\[tiers\] (\w+): exit (\d) after", printed))
-    assert took == {"node": "1", "rest": "0"}, printed
+    assert took == {"node": "1", "apis": "0", "rest": "0"}, printed
     seconds = {k: int(v) for k, v in re.findall(r"\[tiers\] (\w+): exit \d after (\d+) s", printed)}
     assert seconds["rest"] >= 2 and seconds["node"] < seconds["rest"], printed
     assert printed.count("[rest] 1 passed") == 2  # as it came, and in the summary at the end
@@ -141,9 +147,9 @@ echo "1 passed"
 def test_make_test_runs_the_unit_tier_as_a_third_stream_without_the_cluster_variables(
     tmp_path, monkeypatch
 ):
-    unit, node, rest = tiers.streams(with_unit=True)
+    unit, node, apis, rest = tiers.streams(with_unit=True)
     assert (unit.name, unit.args, unit.nice) == ("unit", ["tests/unit"], 0)
-    assert [s.name for s in (node, rest)] == ["node", "rest"]
+    assert [s.name for s in (node, apis, rest)] == ["node", "apis", "rest"]
     python = tmp_path / "python"
     python.write_text(FAKE_PYTEST_ENV)
     python.chmod(0o755)
