@@ -233,7 +233,8 @@ def test_diagnose_says_the_ready_glance_is_healthy_with_every_check_from_its_pod
     """docs/operations.md's command, as typed in the checkout with the node's KUBECONFIG:
     healthy, no finding, and every check from inside an API pod (a real exec through the
     API server and the kubelet) passed: /healthcheck, the database with Glance's URL,
-    Keystone with the service user, an image list with its token, both S3 stores."""
+    Keystone with the service user, an image list with its token, both S3 stores, and the
+    staging volume's use against its bound (the sample's 10Gi; no image cache here)."""
     done = run_as_user("make diagnose GLANCE=openstack/glance FORMAT=json", node.kubeconfig)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
@@ -245,8 +246,12 @@ def test_diagnose_says_the_ready_glance_is_healthy_with_every_check_from_its_pod
         "keystone",
         "s3",
         "s3",
+        "volume",
     ], report["checks"]
     assert all(c["ok"] for c in report["checks"]), report["checks"]
+    (volume,) = [c for c in report["checks"] if c["check"] == "volume"]
+    assert volume["subject"] == "staging (/var/lib/glance/staging)", volume
+    assert volume["bound"] == 10 * 2**30 and 0 < volume["used"] < 2**20, volume
 
 
 # --- 4. an image through the Service --------------------------------------------------------
