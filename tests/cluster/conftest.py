@@ -35,12 +35,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e.stack import Stack, StackError, missing_programs
+from e2e.stack import Stack, StackError, http, missing_programs
 from support.container_engine import engine_problem
 from support.hack_scripts import hack_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = "2026.2"
+SECOND_BUCKET = "glance-second"
+"""The bucket of the sample's second store (cluster.objects.sample_documents); the services
+fixture makes it beside the stack's own."""
 node_cluster = hack_script("node_cluster")
 
 
@@ -247,6 +250,9 @@ def services(node, say, tmp_path_factory) -> Iterator[Stack]:
             stack.start_services()
         except StackError as exc:
             pytest.fail(f"MariaDB, Keystone and S3 did not come up: {exc}", pytrace=False)
+        # The sample's second store (cluster.objects.sample_documents) keeps its images here.
+        made = http("PUT", f"{stack.s3_url}/{SECOND_BUCKET}", body=b"")
+        assert made.status == 200, (made.status, made.body[:300])
         yield stack
     finally:
         stack.stop()

@@ -13,11 +13,10 @@ from typing import Any
 import yaml
 from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD, S3_ACCESS_KEY, S3_SECRET_KEY
 
-from cluster.conftest import RELEASE
+from cluster.conftest import RELEASE, SECOND_BUCKET
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "config" / "samples" / "glance_minimal.yaml"
-SECOND_BUCKET = "glance-second"
 
 
 def get(node, *args: str) -> Any:

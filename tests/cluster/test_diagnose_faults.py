@@ -28,11 +28,11 @@ import subprocess
 from typing import Any
 
 import pytest
-from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD, http
+from e2e.stack import DB_PASSWORD, DB_USER, GLANCE_PASSWORD
 
 from cluster import diagnosis
 from cluster.conftest import wait_until
-from cluster.objects import SECOND_BUCKET, apply, conditions, get, sample_documents
+from cluster.objects import apply, conditions, get, sample_documents
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
@@ -59,7 +59,6 @@ shown = diagnosis.shown
 @pytest.fixture(scope="module")
 def broken(node, operator, services, say):
     """The Glance, Ready and diagnosed healthy; deleted with its namespace at the end."""
-    http("PUT", f"{services.s3_url}/{SECOND_BUCKET}", body=b"")
     services.create_database("glance_diagnose")
     node.kubectl("create", "namespace", NAMESPACE, check=False)
     apply(node, sample_documents(services, NAMESPACE, database="glance_diagnose"))

@@ -44,7 +44,6 @@ from cluster.conftest import (
     wait_until,
 )
 from cluster.objects import (
-    SECOND_BUCKET,
     apply,
     conditions,
     get,
@@ -157,8 +156,6 @@ def test_a_glance_only_the_webhook_refuses_is_refused_with_its_message(node, ope
 
 @pytest.fixture(scope="module")
 def ready_glance(node, operator, services, say) -> dict[str, float]:
-    created = http("PUT", f"{services.s3_url}/{SECOND_BUCKET}", body=b"")
-    assert created.status == 200, created.body
     node.kubectl("create", "namespace", NAMESPACE, check=False)
     started, applied = time.monotonic(), time.time()
     apply(node, glance_documents(services))
